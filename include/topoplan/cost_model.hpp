@@ -1,0 +1,88 @@
+#pragma once
+/// The cost of one plan: a pure function (cluster, model, job, plan, mapping) -> Evaluation whose
+/// time parts add up to the step time, with memory per GPU.
+#include <array>
+#include <string>
+
+#include "topoplan/calibration.hpp"
+#include "topoplan/collectives.hpp"
+#include "topoplan/job.hpp"
+#include "topoplan/mapping.hpp"
+#include "topoplan/model.hpp"
+#include "topoplan/plan.hpp"
+#include "topoplan/topology.hpp"
+
+namespace topoplan {
+
+/// Seconds per optimizer step on the critical path; they add up to the step time.
+struct TimeBreakdown {
+  double compute = 0;    ///< microbatches x compute of the slowest stage
+  double tp = 0;         ///< exposed tensor-parallel collectives
+  double pp = 0;         ///< exposed pipeline sends in the steady state
+  double bubble = 0;     ///< pipeline fill and drain: (pp-1) x one microbatch's time
+  double dp = 0;         ///< exposed data-parallel gradient reduction and parameter gather
+  double optimizer = 0;  ///< the optimizer step (HBM-bound)
+  [[nodiscard]] double total() const { return compute + tp + pp + bubble + dp + optimizer; }
+};
+
+/// Seconds per step each dimension spends communicating, hidden or not.
+struct CommTotals {
+  double tp = 0;
+  double pp = 0;
+  double dp = 0;
+};
+
+/// Bytes per GPU on the most loaded pipeline stage.
+struct MemoryBreakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double other = 0;  ///< logits buffer and the reserved runtime memory
+  [[nodiscard]] double total() const {
+    return weights + gradients + optimizer + activations + other;
+  }
+};
+
+/// Why a plan cannot be run at all. Checked before costing.
+enum class PlanError : unsigned char {
+  none,
+  world_mismatch,      ///< the degrees' product is not the GPU count
+  tp_heads,            ///< TP does not divide the attention heads
+  tp_kv_heads,         ///< TP does not divide the key/value heads
+  tp_ffn,              ///< TP does not divide the MLP size
+  pp_layers,           ///< PP does not divide the layers
+  batch,               ///< DP x micro-batch does not divide the global batch
+  unsupported_dim,     ///< CP or EP > 1 (not modelled yet)
+};
+
+[[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
+                                   const Plan& p);
+/// A one-line explanation naming the flag and the numbers.
+[[nodiscard]] std::string describe(PlanError e, const Cluster& c, const Model& m,
+                                   const JobSpec& j, const Plan& p);
+/// A short key for counting rejections ("tp does not divide heads").
+[[nodiscard]] const char* short_reason(PlanError e);
+
+/// Hardware FLOPs per token (forward, backward, and the recomputation the job asks for).
+[[nodiscard]] double hardware_flops_per_token(const Model& m, const JobSpec& j);
+
+struct Evaluation {
+  bool fits = false;           ///< memory fits the GPU
+  double step_time = 0;        ///< seconds
+  double tokens_per_s = 0;
+  double model_flops_per_gpu = 0;  ///< model FLOP/s per GPU (no recomputation counted)
+  double mfu = 0;              ///< model_flops_per_gpu / dense peak
+  int microbatches = 0;        ///< per pipeline per step
+  TimeBreakdown time;
+  CommTotals comm;
+  MemoryBreakdown memory;
+  std::array<GroupShape, kDims> shapes{};      ///< worst group shape per dimension
+  std::array<Algorithm, kDims> algorithms{};   ///< collective chosen per dimension
+};
+
+/// Scores a plan that passed check_plan. Pure; allocates nothing for order-based mappings.
+[[nodiscard]] Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j,
+                                  const Plan& p, const Mapping& map, const Calibration& cal);
+
+}  // namespace topoplan

@@ -1,0 +1,22 @@
+#pragma once
+/// The one error type user input raises: it carries a complete one-line message
+/// ("cluster.json: tiers[1].bandwidth_GBps: expected a positive number, got -3"); the CLI prints
+/// it and exits 2.
+#include <stdexcept>
+#include <string>
+
+namespace topoplan {
+
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// Builds the standard message: "<source>: <path>: <what>" (parts left out when empty).
+[[nodiscard]] std::string input_message(const std::string& source, const std::string& path,
+                                        const std::string& what);
+
+[[noreturn]] void throw_input(const std::string& source, const std::string& path,
+                              const std::string& what);
+
+}  // namespace topoplan

@@ -1,0 +1,64 @@
+#pragma once
+/// A transformer's shape, read from a Hugging Face config.json (Llama-family or GPT-2 keys),
+/// and the parameter and FLOP counts derived from it by counting every matrix multiply.
+#include <cstdint>
+#include <string>
+
+namespace topoplan {
+
+struct ModelSpec {
+  std::string name;
+  std::string source;            ///< citation / provenance
+  std::int64_t hidden = 0;       ///< h
+  std::int64_t layers = 0;       ///< l
+  std::int64_t heads = 0;        ///< a, query heads
+  std::int64_t kv_heads = 0;     ///< key/value heads (GQA); = heads for MHA
+  std::int64_t head_dim = 0;     ///< default hidden / heads
+  std::int64_t ffn = 0;          ///< MLP inner size
+  std::int64_t vocab = 0;        ///< V
+  std::int64_t positions = 0;    ///< learned position embeddings (GPT), 0 for rotary
+  bool gated_mlp = false;        ///< SwiGLU: three h x ffn matrices instead of two
+  bool tied_embeddings = false;  ///< output layer shares the input embedding
+  bool biases = false;           ///< linear layers carry biases (GPT)
+  bool layernorm_bias = false;   ///< LayerNorm (weight + bias) rather than RMSNorm (weight)
+};
+
+/// Counts derived once from a spec. Parameters are elements; FLOPs are per token.
+struct ModelCounts {
+  std::int64_t layer_params = 0;      ///< one transformer layer
+  std::int64_t embedding_params = 0;  ///< token (+ position) embeddings
+  std::int64_t head_params = 0;       ///< output layer (0 when tied) + final norm
+  std::int64_t total_params = 0;
+  double q_dim = 0;                   ///< heads x head_dim
+  double kv_dim = 0;                  ///< kv_heads x head_dim
+  /// Forward FLOPs per token in one layer's weight matmuls (2 per multiply-add).
+  double layer_matmul_flops = 0;
+  /// Forward FLOPs per token per layer of attention scores and weighted values, per unit of
+  /// sequence length: multiply by s (no causal halving, as Megatron-LM counts).
+  double layer_attention_flops_per_seq = 0;
+  /// Forward FLOPs per token of the logits.
+  double logits_flops = 0;
+};
+
+/// Validates a spec; InputError names `source` and the field.
+void validate(const ModelSpec& m, const std::string& source);
+[[nodiscard]] ModelCounts count(const ModelSpec& m);
+/// Model FLOPs (no recomputation) per token, forward + backward, for sequence length s.
+[[nodiscard]] double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s);
+
+/// Parses a Hugging Face config.json (Llama/Mistral/Qwen keys or GPT-2 keys).
+[[nodiscard]] ModelSpec parse_model_json(const std::string& text, const std::string& source);
+
+}  // namespace topoplan
+
+namespace topoplan {
+
+/// A validated spec with its counts, computed once.
+struct Model {
+  ModelSpec spec;
+  ModelCounts counts;
+  explicit Model(ModelSpec s, const std::string& source = "model")
+      : spec((validate(s, source), std::move(s))), counts(count(spec)) {}
+};
+
+}  // namespace topoplan

@@ -1,0 +1,37 @@
+#pragma once
+/// A parallel configuration: the degree of each dimension, the micro-batch size, and the
+/// Megatron-style order string that lays ranks out (leftmost dimension varies fastest).
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace topoplan {
+
+/// The parallel dimensions, in Megatron's default order.
+enum class Dim : std::uint8_t { tp, cp, ep, dp, pp };
+inline constexpr int kDims = 5;
+using Order = std::array<Dim, kDims>;
+inline constexpr Order kDefaultOrder{Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::pp};
+
+[[nodiscard]] const char* to_string(Dim d);
+
+struct Plan {
+  std::array<int, kDims> degree{1, 1, 1, 1, 1};
+  int micro_batch = 1;
+  Order order = kDefaultOrder;
+
+  [[nodiscard]] int operator[](Dim d) const { return degree[static_cast<int>(d)]; }
+  [[nodiscard]] int& operator[](Dim d) { return degree[static_cast<int>(d)]; }
+  [[nodiscard]] std::int64_t world() const;
+};
+
+/// "tp-cp-ep-dp-pp". Always names all five dimensions.
+[[nodiscard]] std::string order_string(const Order& o);
+/// Parses an order string. Dimensions left out are appended in default order, so "tp-dp-pp"
+/// means tp-dp-pp-cp-ep (size-1 dimensions do not change the layout). InputError on a bad token
+/// or a repeated dimension; `what` names the flag or field.
+[[nodiscard]] Order parse_order(const std::string& s, const std::string& what);
+/// The order string with size-1 dimensions dropped ("tp-dp-pp"), as reports show it.
+[[nodiscard]] std::string short_order_string(const Plan& p);
+
+}  // namespace topoplan

@@ -1,0 +1,28 @@
+#pragma once
+/// Built-in presets (the JSON under configs/, compiled in) and loading by name or file path.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "topoplan/model.hpp"
+#include "topoplan/topology.hpp"
+
+namespace topoplan {
+
+struct PresetFile {
+  const char* path;  ///< relative to configs/, e.g. "clusters/dgx-h100.json"
+  const char* text;
+};
+
+/// Generated at build time from configs/.
+[[nodiscard]] std::span<const PresetFile> embedded_presets();
+
+/// Names of the presets of one kind ("clusters", "gpus", "models"), sorted.
+[[nodiscard]] std::vector<std::string> preset_names(const std::string& kind);
+
+/// A preset name, or else a path to a JSON file. `flag` names the option in errors.
+[[nodiscard]] GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag);
+[[nodiscard]] ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag);
+[[nodiscard]] ModelSpec load_model(const std::string& name_or_path, const std::string& flag);
+
+}  // namespace topoplan

@@ -1,0 +1,39 @@
+#pragma once
+/// Turns search results and evaluations into text tables and versioned JSON. The core never
+/// prints: these return strings for the CLI to write.
+#include <string>
+#include <vector>
+
+#include "topoplan/search.hpp"
+
+namespace topoplan {
+
+/// What was planned: the inputs every report names.
+struct RunContext {
+  const Cluster& cluster;
+  const Model& model;
+  const JobSpec& job;
+  const Calibration& cal;
+};
+
+inline constexpr const char* kPlanSchema = "topoplan.plan/v1";
+inline constexpr const char* kSearchSchema = "topoplan.search/v1";
+
+/// Tier name a dimension's groups span ("nvlink", "leaf", ...; "-" for degree 1).
+[[nodiscard]] std::string span_name(const Cluster& c, const GroupShape& g);
+/// One line of context: model, cluster, job.
+[[nodiscard]] std::string context_line(const RunContext& ctx);
+/// Why the first plan wins: per-dimension tiers, the same degrees' worst order, the runner-up.
+[[nodiscard]] std::vector<std::string> explain_winner(const RunContext& ctx,
+                                                      const SearchResult& r);
+
+[[nodiscard]] std::string plan_report_text(const RunContext& ctx, const SearchResult& r);
+[[nodiscard]] std::string plan_report_json(const RunContext& ctx, const SearchResult& r);
+[[nodiscard]] std::string evaluation_text(const RunContext& ctx, const Plan& p,
+                                          const Evaluation& e);
+[[nodiscard]] std::string evaluation_json(const RunContext& ctx, const Plan& p,
+                                          const Evaluation& e);
+/// "needs 92.3 GiB per GPU; the h100-sxm has 80.0 GiB" or "" when it fits.
+[[nodiscard]] std::string infeasible_reason(const RunContext& ctx, const Evaluation& e);
+
+}  // namespace topoplan

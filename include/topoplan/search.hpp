@@ -1,0 +1,46 @@
+#pragma once
+/// Exhaustive search over degrees, micro-batch sizes and order strings, keeping the top K.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topoplan/cost_model.hpp"
+
+namespace topoplan {
+
+struct SearchOptions {
+  std::array<int, kDims> fixed{};  ///< 0: searched; otherwise that degree is fixed
+  int micro_batch = 0;             ///< 0: searched
+  std::optional<Order> order;      ///< unset: every order of the dimensions > 1
+  int top_k = 10;
+};
+
+struct Candidate {
+  Plan plan;
+  Evaluation eval;
+};
+
+/// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
+/// the smaller tp, then pp, then dp, then micro-batch, then the order string in ASCII order.
+[[nodiscard]] bool ranks_before(const Candidate& a, const Candidate& b);
+
+struct SearchResult {
+  std::vector<Candidate> top;  ///< fitting plans, best first, at most top_k
+  std::optional<Candidate> closest_unfit;  ///< the plan needing the least memory, when none fit
+  std::int64_t evaluated = 0;    ///< plans costed
+  std::int64_t out_of_memory = 0;
+  std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
+};
+
+/// InputError if a fixed degree or micro-batch can never be valid.
+[[nodiscard]] SearchResult search(const Cluster& c, const Model& m, const JobSpec& j,
+                                  const Calibration& cal, const SearchOptions& opt);
+
+/// Every distinct order for a plan's degrees: permutations of its dimensions > 1, the others
+/// appended in default order. Sorted by order string.
+[[nodiscard]] std::vector<Order> distinct_orders(const Plan& p);
+
+}  // namespace topoplan

@@ -1,0 +1,86 @@
+#pragma once
+/// Cluster topology: a GPU type and a hierarchy of network tiers, innermost (the server) first.
+/// `Cluster` validates a spec and answers per-pair questions in O(tiers).
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace topoplan {
+
+/// One GPU type. All fields SI.
+struct GpuSpec {
+  std::string name;
+  double peak_flops = 0;      ///< dense BF16/FP16 FLOP/s
+  double peak_flops_fp8 = 0;  ///< dense FP8 FLOP/s, 0 if unsupported
+  double memory_bytes = 0;    ///< HBM capacity
+  double hbm_bandwidth = 0;   ///< HBM bytes/s
+  std::string source;         ///< citation for the figures
+};
+
+/// One tier of the network. Tier 0 is the server (NVLink/NVSwitch); tier k > 0 joins `fanout`
+/// tier-(k-1) domains.
+struct TierSpec {
+  std::string name;
+  int fanout = 0;              ///< tier 0: GPUs per server; k > 0: lower domains joined (0 = all)
+  double bandwidth = 0;        ///< bytes/s per GPU per direction between GPUs that meet here
+  double latency = 0;          ///< seconds for one transfer between two GPUs that meet here
+  double oversubscription = 1; ///< down/up ratio of the links that join the lower domains
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string source;  ///< citation for the figures
+  GpuSpec gpu;
+  int nodes = 1;              ///< servers
+  int nics_per_server = 0;    ///< NICs used for GPU traffic between servers
+  double nic_bandwidth = 0;   ///< bytes/s per NIC per direction
+  std::vector<TierSpec> tiers;
+};
+
+/// A validated cluster with per-tier figures precomputed.
+class Cluster {
+ public:
+  static constexpr int kMaxTiers = 6;
+
+  /// Validates; errors are InputError naming `source` and the field.
+  explicit Cluster(ClusterSpec spec, const std::string& source = "cluster");
+
+  [[nodiscard]] const ClusterSpec& spec() const { return spec_; }
+  [[nodiscard]] const GpuSpec& gpu() const { return spec_.gpu; }
+  [[nodiscard]] int gpu_count() const { return gpu_count_; }
+  [[nodiscard]] int gpus_per_server() const { return spec_.tiers[0].fanout; }
+  [[nodiscard]] int tier_count() const { return tier_count_; }
+  [[nodiscard]] const std::string& tier_name(int k) const { return spec_.tiers[k].name; }
+  /// GPUs in one tier-k domain (at most the whole cluster).
+  [[nodiscard]] std::int64_t domain_size(int k) const { return domain_[k]; }
+  /// The innermost tier whose domain holds both devices (0 = same server).
+  [[nodiscard]] int meet_tier(int a, int b) const;
+  /// Latency, seconds, of one transfer between GPUs that meet at tier k.
+  [[nodiscard]] double latency(int k) const { return latency_[k]; }
+  /// Line-rate bytes/s per GPU per direction between GPUs that meet at tier k, when every GPU
+  /// of the server sends across at once: the NIC share, the tier's own bandwidth and every
+  /// oversubscription on the way up, whichever is least.
+  [[nodiscard]] double bandwidth(int k) const { return bandwidth_[k]; }
+
+ private:
+  ClusterSpec spec_;
+  int gpu_count_ = 0;
+  int tier_count_ = 0;  ///< tiers in use: the first whose domain holds the whole cluster, +1
+  std::array<std::int64_t, kMaxTiers> domain_{};
+  std::array<double, kMaxTiers> latency_{};
+  std::array<double, kMaxTiers> bandwidth_{};
+};
+
+/// Looks a GPU up by name (presets), used by cluster files that name their GPU.
+using GpuResolver = std::function<GpuSpec(const std::string& name, const std::string& source,
+                                          const std::string& path)>;
+
+/// Parses a GPU JSON document (schema topoplan.gpu/v1).
+[[nodiscard]] GpuSpec parse_gpu_json(const std::string& text, const std::string& source);
+/// Parses a cluster JSON document (schema topoplan.cluster/v1); `gpu` may be a name or an object.
+[[nodiscard]] ClusterSpec parse_cluster_json(const std::string& text, const std::string& source,
+                                             const GpuResolver& resolve_gpu);
+
+}  // namespace topoplan

@@ -1,0 +1,51 @@
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/report.hpp"
+#include "topoplan/search.hpp"
+
+namespace topoplan::cli {
+namespace {
+
+struct PlanArgs {
+  InputOptions in;
+  OutputOptions out;
+  int tp = 0, pp = 0, dp = 0, micro_batch = 0, top = 10;
+  std::string order;
+};
+
+int run_plan(const PlanArgs& a) {
+  Inputs in = load_inputs(a.in);
+  SearchOptions opt;
+  opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
+  opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
+  opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
+  opt.micro_batch = a.micro_batch;
+  if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
+  if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
+  opt.top_k = a.top;
+  SearchResult r = search(in.cluster, in.model, in.job, in.cal, opt);
+  RunContext ctx{in.cluster, in.model, in.job, in.cal};
+  write_output(a.out, a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
+  return r.top.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+Runner register_plan(CLI::App& cmd) {
+  auto a = std::make_shared<PlanArgs>();
+  add_input_options(cmd, a->in);
+  cmd.add_option("--tp", a->tp, "fix the tensor-parallel degree (default: searched)");
+  cmd.add_option("--pp", a->pp, "fix the pipeline-parallel degree (default: searched)");
+  cmd.add_option("--dp", a->dp, "fix the data-parallel degree (default: searched)");
+  cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
+  cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
+  cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
+  add_output_options(cmd, a->out);
+  return [a] { return run_plan(*a); };
+}
+
+}  // namespace topoplan::cli

@@ -1,0 +1,63 @@
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "topoplan/presets.hpp"
+#include "topoplan/units.hpp"
+
+namespace topoplan::cli {
+namespace {
+
+int run_presets(const OutputOptions& out) {
+  std::string text;
+  if (out.format == "json") {
+    text = "{\n  \"schema\": \"topoplan.presets/v1\"";
+    for (const char* kind : {"clusters", "gpus", "models"}) {
+      text += fmt::format(",\n  \"{}\": [", kind);
+      std::string sep;
+      for (const auto& n : preset_names(kind)) {
+        text += fmt::format("{}\"{}\"", sep, n);
+        sep = ", ";
+      }
+      text += "]";
+    }
+    text += "\n}\n";
+  } else {
+    text += "clusters (--cluster NAME, --nodes N):\n";
+    for (const auto& n : preset_names("clusters")) {
+      Cluster c(load_cluster(n, "preset"), n);
+      text += fmt::format("  {:<12} {} x {} per server, {} x {} Gb/s NICs, tiers:", n,
+                          c.gpus_per_server(), c.gpu().name, c.spec().nics_per_server,
+                          c.spec().nic_bandwidth * 8 / 1e9);
+      for (const auto& t : c.spec().tiers) text += " " + t.name;
+      text += fmt::format(" (default {} servers)\n", c.spec().nodes);
+    }
+    text += "gpus:\n";
+    for (const auto& n : preset_names("gpus")) {
+      GpuSpec g = load_gpu(n, "preset");
+      text += fmt::format("  {:<12} {:>6.0f} TFLOP/s bf16, {:>5.0f} GiB, {:.2f} TB/s HBM\n", n,
+                          units::to_TFLOPs(g.peak_flops), units::to_GiB(g.memory_bytes),
+                          g.hbm_bandwidth / 1e12);
+    }
+    text += "models (--model NAME, or a Hugging Face config.json):\n";
+    for (const auto& n : preset_names("models")) {
+      Model m(load_model(n, "preset"), n);
+      text += fmt::format("  {:<14} {:>6.1f}B parameters, {} layers, hidden {}, {} heads ({} kv)\n",
+                          n, static_cast<double>(m.counts.total_params) / 1e9, m.spec.layers,
+                          m.spec.hidden, m.spec.heads, m.spec.kv_heads);
+    }
+  }
+  write_output(out, text);
+  return 0;
+}
+
+}  // namespace
+
+Runner register_presets(CLI::App& cmd) {
+  auto out = std::make_shared<OutputOptions>();
+  add_output_options(cmd, *out);
+  return [out] { return run_presets(*out); };
+}
+
+}  // namespace topoplan::cli

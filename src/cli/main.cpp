@@ -1,0 +1,67 @@
+/// topoplan: the command line. Parses flags, runs one subcommand, maps errors to exit codes:
+/// 0 success, 1 the command's own "no" (no plan fits), 2 bad input, 3 internal error.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/common.hpp"
+#include "topoplan/error.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* help;
+  topoplan::cli::Runner (*add)(CLI::App&);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"plan", "search parallel configurations and mappings; print the best", topoplan::cli::register_plan},
+    {"evaluate", "score one plan and explain where its time goes", topoplan::cli::register_evaluate},
+    {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"topoplan: plan how a large language model is split across a GPU cluster"};
+  app.set_version_flag("--version", "topoplan 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log what is loaded and searched to stderr");
+  std::vector<std::pair<CLI::App*, topoplan::cli::Runner>> runners;
+  for (const auto& s : kSubcommands) {
+    CLI::App* cmd = app.add_subcommand(s.name, s.help);
+    runners.emplace_back(cmd, s.add(*cmd));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "topoplan: " << e.what() << "\n";
+    return 2;
+  }
+  auto log = spdlog::stderr_color_st("topoplan");
+  spdlog::set_default_logger(log);
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+  for (auto& [cmd, run] : runners) {
+    if (!cmd->parsed()) continue;
+    try {
+      return run();
+    } catch (const topoplan::InputError& e) {
+      std::cerr << "topoplan: " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "topoplan: internal error: " << e.what() << "\n";
+      return 3;
+    }
+  }
+  std::cout << app.help();
+  return 0;
+}

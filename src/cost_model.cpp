@@ -1,0 +1,257 @@
+#include "topoplan/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace topoplan {
+
+PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
+  if (p[Dim::cp] != 1 || p[Dim::ep] != 1) return PlanError::unsupported_dim;
+  if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
+  const int tp = p[Dim::tp];
+  if (m.spec.heads % tp != 0) return PlanError::tp_heads;
+  if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
+  if (m.spec.ffn % tp != 0) return PlanError::tp_ffn;
+  if (m.spec.layers % p[Dim::pp] != 0) return PlanError::pp_layers;
+  if (p.micro_batch < 1 ||
+      j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
+    return PlanError::batch;
+  return PlanError::none;
+}
+
+const char* short_reason(PlanError e) {
+  switch (e) {
+    case PlanError::none: return "ok";
+    case PlanError::world_mismatch: return "degrees do not multiply to the GPU count";
+    case PlanError::tp_heads: return "tp does not divide the attention heads";
+    case PlanError::tp_kv_heads: return "tp does not divide the key/value heads";
+    case PlanError::tp_ffn: return "tp does not divide the MLP size";
+    case PlanError::pp_layers: return "pp does not divide the layers";
+    case PlanError::batch: return "dp x micro-batch does not divide the global batch";
+    case PlanError::unsupported_dim: return "cp/ep > 1 not modelled yet";
+  }
+  return "?";
+}
+
+std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,
+                     const Plan& p) {
+  const int tp = p[Dim::tp];
+  switch (e) {
+    case PlanError::none: return "ok";
+    case PlanError::world_mismatch:
+      return fmt::format("--tp/--pp/--dp: {} x {} x {} = {} GPUs, but the cluster has {}", tp,
+                         p[Dim::pp], p[Dim::dp], p.world(), c.gpu_count());
+    case PlanError::tp_heads:
+      return fmt::format("--tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
+                         m.spec.heads);
+    case PlanError::tp_kv_heads:
+      return fmt::format("--tp: {} does not divide {}'s {} key/value heads", tp, m.spec.name,
+                         m.spec.kv_heads);
+    case PlanError::tp_ffn:
+      return fmt::format("--tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
+                         m.spec.ffn);
+    case PlanError::pp_layers:
+      return fmt::format("--pp: {} does not divide {}'s {} layers", p[Dim::pp], m.spec.name,
+                         m.spec.layers);
+    case PlanError::batch:
+      return fmt::format("--micro-batch: dp {} x micro-batch {} does not divide the global batch {}",
+                         p[Dim::dp], p.micro_batch, j.global_batch);
+    case PlanError::unsupported_dim:
+      return "--cp/--ep: context and expert parallelism are not modelled yet";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Per-token hardware FLOPs of one layer, forward + backward + recomputation.
+double layer_hw_flops(const ModelCounts& k, const JobSpec& j) {
+  const double s = static_cast<double>(j.seq_len);
+  const double fwd = k.layer_matmul_flops + k.layer_attention_flops_per_seq * s;
+  switch (j.recompute) {
+    case Recompute::none: return 3 * fwd;
+    case Recompute::selective: return 3 * fwd + k.layer_attention_flops_per_seq * s;
+    case Recompute::full: return 4 * fwd;
+  }
+  return 3 * fwd;
+}
+
+}  // namespace
+
+double hardware_flops_per_token(const Model& m, const JobSpec& j) {
+  return static_cast<double>(m.spec.layers) * layer_hw_flops(m.counts, j) +
+         3.0 * m.counts.logits_flops;
+}
+
+namespace {
+
+struct StageParams {
+  double first = 0;
+  double last = 0;
+  [[nodiscard]] double max() const { return std::max(first, last); }
+};
+
+/// Parameters held by one GPU of the first and of the last pipeline stage.
+StageParams stage_params(const Model& m, const Plan& p) {
+  const double t = p[Dim::tp];
+  const int pp = p[Dim::pp];
+  const double layers = static_cast<double>(m.spec.layers / pp);
+  const auto& k = m.counts;
+  const double body = layers * static_cast<double>(k.layer_params) / t;
+  const double emb = static_cast<double>(k.embedding_params) / t;
+  // Tied embeddings keep a copy of the word embedding on the last stage.
+  const double head = static_cast<double>(k.head_params) / t +
+                      (m.spec.tied_embeddings && pp > 1
+                           ? static_cast<double>(m.spec.vocab * m.spec.hidden) / t
+                           : 0.0);
+  if (pp == 1) return {body + emb + head, body + emb + head};
+  return {body + emb, body + head};
+}
+
+/// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, generalised to
+/// GQA and gated MLPs by counting the stored tensors).
+double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p) {
+  const double t = p[Dim::tp];
+  const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
+  const double h = static_cast<double>(m.spec.hidden);
+  const auto& k = m.counts;
+  const double sp_div = j.sequence_parallel ? t : 1.0;
+  if (j.recompute == Recompute::full) return 2.0 * tokens * h / sp_div;
+  const double replicated = 10.0 * tokens * h / sp_div;
+  const double ffn = static_cast<double>(m.spec.ffn);
+  const double sharded = tokens * (4 * k.q_dim + 4 * k.kv_dim + (m.spec.gated_mlp ? 6 : 4) * ffn) / t;
+  double scores = 0;
+  if (j.recompute == Recompute::none && !j.flash_attention)
+    scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;
+  return replicated + sharded + scores;
+}
+
+}  // namespace
+
+Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                    const Mapping& map, const Calibration& cal) {
+  Evaluation e;
+  const auto& k = m.counts;
+  const int tp = p[Dim::tp], pp = p[Dim::pp], dp = p[Dim::dp], cp = p[Dim::cp];
+  const double s = static_cast<double>(j.seq_len);
+  const double b = p.micro_batch;
+  const double h = static_cast<double>(m.spec.hidden);
+  const double bytes = dtype_bytes(j.dtype);
+  const double layers_per_stage = static_cast<double>(m.spec.layers / pp);
+  const int mbs = static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
+  e.microbatches = mbs;
+
+  for (int d = 0; d < kDims; ++d) e.shapes[d] = dimension_shape(c, map, static_cast<Dim>(d));
+  const GroupShape& tp_shape = e.shapes[static_cast<int>(Dim::tp)];
+  const GroupShape& pp_shape = e.shapes[static_cast<int>(Dim::pp)];
+  const GroupShape& dp_shape = e.shapes[static_cast<int>(Dim::dp)];
+
+  // Compute: the last stage is the slowest (it also runs the logits).
+  const double tokens_mb = b * s;
+  const double stage_flops =
+      tokens_mb * (layers_per_stage * layer_hw_flops(k, j) + 3.0 * k.logits_flops) / (tp * cp);
+  const double t_compute = stage_flops / (c.gpu().peak_flops * cal.compute_efficiency);
+
+  // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed),
+  // each on the microbatch's activations. Sequence parallelism turns each all-reduce into an
+  // all-gather plus a reduce-scatter of the same volume.
+  double t_tp = 0;
+  if (tp > 1) {
+    const double act = tokens_mb * h * bytes / cp;
+    const int per_layer = j.recompute == Recompute::full ? 6 : 4;
+    CollectiveCost one;
+    if (j.sequence_parallel) {
+      one = ring_all_gather(c, cal, tp_shape, act);
+      one.time += ring_reduce_scatter(c, cal, tp_shape, act).time;
+    } else {
+      one = all_reduce(c, cal, tp_shape, act);
+    }
+    e.algorithms[static_cast<int>(Dim::tp)] = one.algorithm;
+    t_tp = layers_per_stage * per_layer * one.time;
+  }
+
+  // PP: each microbatch's activations go forward and their gradients come back; in 1F1B the send
+  // and receive are paired with compute and sit on the critical path once per direction.
+  double t_p2p = 0;
+  if (pp > 1) {
+    const double act = tokens_mb * h * bytes / cp / (j.sequence_parallel ? tp : 1);
+    CollectiveCost one = send_recv(c, cal, pp_shape.span_tier, act);
+    e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
+    t_p2p = 2.0 * one.time;
+  }
+
+  const double t_mb = t_compute + t_tp + t_p2p;
+  e.time.compute = mbs * t_compute;
+  e.time.tp = mbs * t_tp;
+  e.time.pp = mbs * t_p2p;
+  e.time.bubble = (pp - 1) * t_mb;
+  e.comm.tp = e.time.tp;
+  e.comm.pp = e.time.pp + (pp - 1) * t_p2p;
+
+  // DP: gradients are reduced bucket by bucket during the last microbatch's backward pass
+  // (2/3 of its compute); only the last bucket, or what exceeds that window, is exposed. Under
+  // ZeRO >= 1 the reduction is a reduce-scatter and the updated parameters are all-gathered
+  // after the optimizer step, exposed. ZeRO-3 also gathers parameters forward and backward per
+  // microbatch, hidden behind that microbatch's compute where it fits.
+  const StageParams params = stage_params(m, p);
+  const double params_gpu = params.max();
+  if (dp > 1) {
+    const double grad_bytes = params_gpu * cal.grad_reduce_bytes;
+    CollectiveCost grad = j.zero_stage == 0 ? all_reduce(c, cal, dp_shape, grad_bytes)
+                                            : ring_reduce_scatter(c, cal, dp_shape, grad_bytes);
+    e.algorithms[static_cast<int>(Dim::dp)] = grad.algorithm;
+    const double gather =
+        j.zero_stage == 0 ? 0.0 : ring_all_gather(c, cal, dp_shape, params_gpu * bytes).time;
+    const double window = t_compute * 2.0 / 3.0;
+    const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
+    double exposed = std::max(grad.time - window, grad.time * last_bucket) + gather;
+    double total = grad.time + gather;
+    if (j.zero_stage == 3) {
+      exposed += mbs * std::max(0.0, 2.0 * gather - t_compute);
+      total += mbs * 2.0 * gather;
+    }
+    e.time.dp = exposed;
+    e.comm.dp = total;
+  }
+
+  const double opt_params = j.zero_stage >= 1 ? params_gpu / dp : params_gpu;
+  e.time.optimizer = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+
+  // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
+  MemoryBreakdown mem_first, mem_last;
+  const double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
+  const double layer_act = layer_activation_bytes(m, j, p);
+  double act_first = layer_act * layers_per_stage * in_flight;
+  double act_last = layer_act * layers_per_stage;
+  if (j.recompute == Recompute::full) {  // one layer's full activations while recomputing
+    JobSpec kept = j;
+    kept.recompute = Recompute::selective;
+    const double working = layer_activation_bytes(m, kept, p);
+    act_first += working;
+    act_last += working;
+  }
+  auto fill = [&](MemoryBreakdown& mem, double params_stage, double act, double logits) {
+    mem.weights = params_stage * bytes / (j.zero_stage >= 3 ? dp : 1);
+    mem.gradients = params_stage * cal.grad_reduce_bytes / (j.zero_stage >= 2 ? dp : 1);
+    mem.optimizer = params_stage * 12.0 / (j.zero_stage >= 1 ? dp : 1);
+    mem.activations = act;
+    mem.other = cal.reserved_bytes + logits;
+  };
+  const double logits_bytes =
+      tokens_mb / cp * static_cast<double>(m.spec.vocab) / tp * 4.0;  // fp32 logits
+  fill(mem_first, params.first, act_first, pp == 1 ? logits_bytes : 0.0);
+  fill(mem_last, params.last, act_last, logits_bytes);
+  e.memory = mem_first.total() >= mem_last.total() ? mem_first : mem_last;
+  e.fits = e.memory.total() <= c.gpu().memory_bytes;
+
+  e.step_time = e.time.total();
+  const double tokens = static_cast<double>(j.global_batch) * s;
+  e.tokens_per_s = tokens / e.step_time;
+  const double model_flops = tokens * model_flops_per_token(k, m.spec.layers, s);
+  e.model_flops_per_gpu = model_flops / e.step_time / static_cast<double>(c.gpu_count());
+  e.mfu = e.model_flops_per_gpu / c.gpu().peak_flops;
+  return e;
+}
+
+}  // namespace topoplan

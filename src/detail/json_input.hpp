@@ -1,0 +1,53 @@
+#pragma once
+/// Reading user JSON with errors that name the file, the JSON path and what was expected.
+/// Private to the library: only the loaders include nlohmann/json.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace topoplan::detail {
+
+/// Parses text; a syntax error becomes an InputError naming the source, line and column.
+[[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& source);
+/// Reads and parses a file; a missing or unreadable file is an InputError.
+[[nodiscard]] nlohmann::json read_json_file(const std::string& path);
+/// Reads a whole file; errors name the path as the user gave it.
+[[nodiscard]] std::string read_text_file(const std::string& path);
+
+/// A position inside a parsed document: the node, its file and its JSON path.
+class JsonCursor {
+ public:
+  JsonCursor(const nlohmann::json& node, std::string source, std::string path = "");
+
+  [[nodiscard]] bool has(std::string_view key) const;
+  [[nodiscard]] JsonCursor at(std::string_view key) const;  ///< required member
+  [[nodiscard]] JsonCursor at(std::size_t index) const;     ///< array element
+  [[nodiscard]] std::size_t array_size() const;             ///< requires an array
+  [[nodiscard]] const nlohmann::json& node() const { return *node_; }
+  [[nodiscard]] const std::string& source() const { return source_; }
+  [[nodiscard]] std::string path_of(std::string_view key) const;
+
+  [[nodiscard]] std::string string(std::string_view key) const;
+  [[nodiscard]] std::optional<std::string> opt_string(std::string_view key) const;
+  [[nodiscard]] double positive(std::string_view key) const;
+  [[nodiscard]] double positive_or(std::string_view key, double fallback) const;
+  [[nodiscard]] double non_negative_or(std::string_view key, double fallback) const;
+  [[nodiscard]] std::int64_t positive_int(std::string_view key) const;
+  [[nodiscard]] std::int64_t int_at_least_or(std::string_view key, std::int64_t min,
+                                             std::int64_t fallback) const;
+  [[nodiscard]] bool boolean_or(std::string_view key, bool fallback) const;
+
+  [[noreturn]] void fail(std::string_view key, std::string_view expected) const;
+  [[noreturn]] void fail_here(std::string_view what) const;
+
+ private:
+  [[nodiscard]] const nlohmann::json& member(std::string_view key) const;
+  const nlohmann::json* node_;
+  std::string source_;
+  std::string path_;
+};
+
+}  // namespace topoplan::detail

@@ -1,0 +1,144 @@
+#include "detail/json_input.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "topoplan/error.hpp"
+
+namespace topoplan::detail {
+namespace {
+
+std::string describe(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json parse_json(const std::string& text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, column
+    // 5: syntax error ...": keep what follows the bracketed id.
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    throw_input(source, "", "malformed JSON: " + what);
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_input(path, "", "cannot open file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw_input(path, "", "cannot read file");
+  return buf.str();
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  return parse_json(read_text_file(path), path);
+}
+
+JsonCursor::JsonCursor(const nlohmann::json& node, std::string source, std::string path)
+    : node_(&node), source_(std::move(source)), path_(std::move(path)) {}
+
+std::string JsonCursor::path_of(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void JsonCursor::fail(std::string_view key, std::string_view expected) const {
+  std::string got = has(key) ? ", got " + describe(node_->at(std::string(key))) : ", but it is missing";
+  throw_input(source_, path_of(key), "expected " + std::string(expected) + got);
+}
+
+void JsonCursor::fail_here(std::string_view what) const {
+  throw_input(source_, path_.empty() ? "(top level)" : path_, std::string(what));
+}
+
+bool JsonCursor::has(std::string_view key) const {
+  return node_->is_object() && node_->contains(std::string(key));
+}
+
+const nlohmann::json& JsonCursor::member(std::string_view key) const {
+  if (!node_->is_object()) fail_here("expected an object, got " + describe(*node_));
+  if (!has(key)) throw_input(source_, path_of(key), "required field is missing");
+  return node_->at(std::string(key));
+}
+
+JsonCursor JsonCursor::at(std::string_view key) const {
+  return JsonCursor(member(key), source_, path_of(key));
+}
+
+std::size_t JsonCursor::array_size() const {
+  if (!node_->is_array()) fail_here("expected an array, got " + describe(*node_));
+  return node_->size();
+}
+
+JsonCursor JsonCursor::at(std::size_t index) const {
+  (void)array_size();
+  return JsonCursor(node_->at(index), source_, path_ + "[" + std::to_string(index) + "]");
+}
+
+std::string JsonCursor::string(std::string_view key) const {
+  const auto& v = member(key);
+  if (!v.is_string() || v.get<std::string>().empty()) fail(key, "a non-empty string");
+  return v.get<std::string>();
+}
+
+std::optional<std::string> JsonCursor::opt_string(std::string_view key) const {
+  if (!has(key) || node_->at(std::string(key)).is_null()) return std::nullopt;
+  return string(key);
+}
+
+double JsonCursor::positive(std::string_view key) const {
+  const auto& v = member(key);
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+    fail(key, "a positive number");
+  return v.get<double>();
+}
+
+double JsonCursor::positive_or(std::string_view key, double fallback) const {
+  if (!has(key)) return fallback;
+  return positive(key);
+}
+
+double JsonCursor::non_negative_or(std::string_view key, double fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = member(key);
+  if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+    fail(key, "a number >= 0");
+  return v.get<double>();
+}
+
+std::int64_t JsonCursor::positive_int(std::string_view key) const {
+  if (!has(key)) throw_input(source_, path_of(key), "required field is missing");
+  return int_at_least_or(key, 1, 0);
+}
+
+std::int64_t JsonCursor::int_at_least_or(std::string_view key, std::int64_t min,
+                                         std::int64_t fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = member(key);
+  bool ok = v.is_number_integer() ||
+            (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (ok) {
+    double d = v.get<double>();
+    ok = d >= static_cast<double>(min) && d < 9.0e15;
+  }
+  if (!ok)
+    fail(key, min == 1 ? "a positive integer" : "an integer >= " + std::to_string(min));
+  return static_cast<std::int64_t>(v.get<double>());
+}
+
+bool JsonCursor::boolean_or(std::string_view key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = member(key);
+  if (!v.is_boolean()) fail(key, "true or false");
+  return v.get<bool>();
+}
+
+}  // namespace topoplan::detail

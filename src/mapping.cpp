@@ -1,0 +1,124 @@
+#include "topoplan/mapping.hpp"
+
+#include <algorithm>
+
+namespace topoplan {
+
+Mapping Mapping::from_order(const Plan& plan) {
+  Mapping m;
+  m.degree_ = plan.degree;
+  std::int64_t stride = 1;
+  for (Dim d : plan.order) {
+    m.stride_[static_cast<int>(d)] = stride;
+    stride *= plan[d];
+  }
+  m.world_ = stride;
+  return m;
+}
+
+std::vector<std::vector<int>> Mapping::groups(Dim d) const {
+  std::vector<std::vector<int>> out;
+  const int n = degree(d);
+  const std::int64_t s = stride(d);
+  out.reserve(static_cast<std::size_t>(world_ / n));
+  for (std::int64_t r = 0; r < world_; ++r) {
+    if (coord(r, d) != 0) continue;
+    std::vector<int> g(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) g[i] = static_cast<int>(r + i * s);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+GroupShape shape_of_devices(const Cluster& c, std::span<const int> devices) {
+  GroupShape g;
+  g.size = static_cast<int>(devices.size());
+  if (g.size <= 1) return g;
+  std::vector<int> sorted(devices.begin(), devices.end());
+  std::sort(sorted.begin(), sorted.end());
+  g.span_tier = c.tier_count() - 1;
+  for (int k = 0; k < c.tier_count(); ++k) {
+    const std::int64_t D = c.domain_size(k);
+    int fewest = g.size, run = 0;
+    std::int64_t cur = sorted.front() / D;
+    bool one_domain = true;
+    for (int dev : sorted) {
+      if (dev / D != cur) {
+        fewest = std::min(fewest, run);
+        run = 0;
+        cur = dev / D;
+        one_domain = false;
+      }
+      ++run;
+    }
+    fewest = std::min(fewest, run);
+    if (one_domain) {
+      g.span_tier = k;
+      break;
+    }
+    g.per_domain[k] = fewest;
+  }
+  return g;
+}
+
+namespace {
+
+/// Folds one group's shape into the worst-so-far.
+void fold_worst(GroupShape& acc, const GroupShape& g, bool first) {
+  if (first) {
+    acc = g;
+    return;
+  }
+  const int span = std::max(acc.span_tier, g.span_tier);
+  for (int k = 0; k < span; ++k) {
+    int a = acc.crosses(k) ? acc.per_domain[k] : acc.size;
+    int b = g.crosses(k) ? g.per_domain[k] : g.size;
+    acc.per_domain[k] = std::min(a, b);
+  }
+  acc.span_tier = span;
+}
+
+}  // namespace
+
+GroupShape dimension_shape_by_groups(const Cluster& c, const Mapping& m, Dim d) {
+  GroupShape worst;
+  if (m.degree(d) <= 1) return worst;
+  bool first = true;
+  std::vector<int> devs(static_cast<std::size_t>(m.degree(d)));
+  for (const auto& g : m.groups(d)) {
+    for (std::size_t i = 0; i < g.size(); ++i) devs[i] = m.device(g[i]);
+    fold_worst(worst, shape_of_devices(c, devs), first);
+    first = false;
+  }
+  return worst;
+}
+
+GroupShape dimension_shape(const Cluster& c, const Mapping& m, Dim d) {
+  GroupShape g;
+  const int n = m.degree(d);
+  g.size = n;
+  if (n <= 1) return g;
+  if (!m.identity()) return dimension_shape_by_groups(c, m, d);
+  // Members are base + i*s. Decide per tier from divisibility alone; fall back when the groups
+  // are not aligned with the domains (then groups differ and each must be walked).
+  const std::int64_t s = m.stride(d);
+  const std::int64_t span = s * n;
+  for (int k = 0; k < c.tier_count(); ++k) {
+    const std::int64_t D = c.domain_size(k);
+    if (D >= m.world() || (span <= D && D % span == 0)) {
+      g.span_tier = k;
+      return g;
+    }
+    if (s >= D && s % D == 0) {
+      g.per_domain[k] = 1;
+    } else if (s < D && D % s == 0 && span % D == 0) {
+      g.per_domain[k] = static_cast<int>(D / s);
+    } else {
+      return dimension_shape_by_groups(c, m, d);
+    }
+  }
+  g.span_tier = c.tier_count() - 1;
+  return g;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,70 @@
+#include "topoplan/plan.hpp"
+
+#include <fmt/format.h>
+
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+
+const char* to_string(Dim d) {
+  switch (d) {
+    case Dim::tp: return "tp";
+    case Dim::cp: return "cp";
+    case Dim::ep: return "ep";
+    case Dim::dp: return "dp";
+    case Dim::pp: return "pp";
+  }
+  return "?";
+}
+
+std::int64_t Plan::world() const {
+  std::int64_t w = 1;
+  for (int d : degree) w *= d;
+  return w;
+}
+
+std::string order_string(const Order& o) {
+  std::string s;
+  for (Dim d : o) {
+    if (!s.empty()) s += '-';
+    s += to_string(d);
+  }
+  return s;
+}
+
+std::string short_order_string(const Plan& p) {
+  std::string s;
+  for (Dim d : p.order) {
+    if (p[d] == 1) continue;
+    if (!s.empty()) s += '-';
+    s += to_string(d);
+  }
+  return s.empty() ? "single" : s;
+}
+
+Order parse_order(const std::string& s, const std::string& what) {
+  Order out{};
+  std::array<bool, kDims> seen{};
+  int n = 0;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find('-', start);
+    if (end == std::string::npos) end = s.size();
+    std::string tok = s.substr(start, end - start);
+    int found = -1;
+    for (int d = 0; d < kDims; ++d)
+      if (tok == to_string(static_cast<Dim>(d))) found = d;
+    if (found < 0)
+      throw_input(what, "",
+                  fmt::format("expected dimensions tp, cp, ep, dp, pp joined by '-', got '{}'", s));
+    if (seen[found]) throw_input(what, "", fmt::format("'{}' names {} twice", s, tok));
+    seen[found] = true;
+    out[n++] = static_cast<Dim>(found);
+    start = end + 1;
+  }
+  for (Dim d : kDefaultOrder)
+    if (!seen[static_cast<int>(d)]) out[n++] = d;
+  return out;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,75 @@
+#include "topoplan/presets.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+namespace {
+
+const PresetFile* find_preset(const std::string& kind, const std::string& name) {
+  const std::string path = kind + "/" + name + ".json";
+  for (const auto& f : embedded_presets())
+    if (path == f.path) return &f;
+  return nullptr;
+}
+
+/// The text of a preset or a file, and the name errors should show for it.
+std::pair<std::string, std::string> resolve(const std::string& kind, const std::string& arg,
+                                            const std::string& flag) {
+  if (const PresetFile* p = find_preset(kind, arg))
+    return {p->text, std::string("configs/") + p->path};
+  std::error_code ec;
+  if (!std::filesystem::exists(arg, ec)) {
+    std::string names;
+    for (const auto& n : preset_names(kind)) names += (names.empty() ? "" : ", ") + n;
+    throw_input(flag, "",
+                fmt::format("'{}' is neither a preset ({}) nor an existing file", arg, names));
+  }
+  return {detail::read_text_file(arg), arg};
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names(const std::string& kind) {
+  std::vector<std::string> out;
+  const std::string prefix = kind + "/";
+  for (const auto& f : embedded_presets()) {
+    std::string p = f.path;
+    if (p.rfind(prefix, 0) == 0 && p.size() > prefix.size() + 5)
+      out.push_back(p.substr(prefix.size(), p.size() - prefix.size() - 5));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag) {
+  auto [text, source] = resolve("gpus", name_or_path, flag);
+  return parse_gpu_json(text, source);
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag) {
+  auto [text, source] = resolve("clusters", name_or_path, flag);
+  GpuResolver gpu = [](const std::string& name, const std::string& src, const std::string& path) {
+    if (!find_preset("gpus", name)) {
+      std::string names;
+      for (const auto& n : preset_names("gpus")) names += (names.empty() ? "" : ", ") + n;
+      throw_input(src, path, fmt::format("expected a GPU preset ({}) or an object, got \"{}\"",
+                                         names, name));
+    }
+    return load_gpu(name, path);
+  };
+  return parse_cluster_json(text, source, gpu);
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::string& flag) {
+  auto [text, source] = resolve("models", name_or_path, flag);
+  ModelSpec m = parse_model_json(text, source);
+  if (find_preset("models", name_or_path)) m.name = name_or_path;
+  return m;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,270 @@
+#include "topoplan/report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "topoplan/units.hpp"
+
+namespace topoplan {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string thousands(double v) {
+  auto s = fmt::format("{:.0f}", v);
+  std::string out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++n;
+  }
+  return out;
+}
+
+/// Rounds to a fixed number of significant digits so JSON output is stable and readable.
+double sig(double v, int digits = 6) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  return std::stod(fmt::format("{:.{}g}", v, digits));
+}
+
+ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation& e) {
+  const auto& c = ctx.cluster;
+  ordered_json j;
+  j["schema"] = kPlanSchema;
+  j["model"] = ctx.model.spec.name;
+  j["cluster"] = c.spec().name;
+  j["gpu"] = c.gpu().name;
+  j["nodes"] = c.spec().nodes;
+  j["gpus"] = c.gpu_count();
+  j["job"] = {{"seq_len", ctx.job.seq_len},
+              {"global_batch", ctx.job.global_batch},
+              {"dtype", to_string(ctx.job.dtype)},
+              {"zero", ctx.job.zero_stage},
+              {"recompute", to_string(ctx.job.recompute)},
+              {"sequence_parallel", ctx.job.sequence_parallel}};
+  for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
+  j["micro_batch"] = p.micro_batch;
+  j["microbatches"] = e.microbatches;
+  j["order"] = order_string(p.order);
+  j["fits"] = e.fits;
+  std::string why = infeasible_reason(ctx, e);
+  j["infeasible_reason"] = why.empty() ? ordered_json(nullptr) : ordered_json(why);
+  j["step_time_s"] = sig(e.step_time);
+  j["tokens_per_s"] = sig(e.tokens_per_s);
+  j["model_tflops_per_gpu"] = sig(units::to_TFLOPs(e.model_flops_per_gpu));
+  j["mfu"] = sig(e.mfu, 4);
+  j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
+  j["breakdown"] = {{"compute_s", sig(e.time.compute)},
+                    {"tp_exposed_s", sig(e.time.tp)},
+                    {"pp_exposed_s", sig(e.time.pp)},
+                    {"bubble_s", sig(e.time.bubble)},
+                    {"dp_exposed_s", sig(e.time.dp)},
+                    {"optimizer_s", sig(e.time.optimizer)}};
+  ordered_json comm = ordered_json::object();
+  const double totals[] = {e.comm.tp, 0, 0, e.comm.dp, e.comm.pp};
+  const double exposed[] = {e.time.tp, 0, 0, e.time.dp, e.time.pp};
+  for (Dim d : kDefaultOrder) {
+    const int i = static_cast<int>(d);
+    if (p[d] <= 1) continue;
+    comm[to_string(d)] = {{"degree", p[d]},
+                          {"tier", span_name(c, e.shapes[i])},
+                          {"algorithm", to_string(e.algorithms[i])},
+                          {"total_s", sig(totals[i])},
+                          {"exposed_s", sig(exposed[i])}};
+  }
+  j["communication"] = comm;
+  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory.weights), 4)},
+                     {"gradients", sig(units::to_GiB(e.memory.gradients), 4)},
+                     {"optimizer", sig(units::to_GiB(e.memory.optimizer), 4)},
+                     {"activations", sig(units::to_GiB(e.memory.activations), 4)},
+                     {"other", sig(units::to_GiB(e.memory.other), 4)},
+                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes), 4)}};
+  return j;
+}
+
+std::string pct(double part, double whole) {
+  return fmt::format("{:5.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
+}
+
+}  // namespace
+
+std::string span_name(const Cluster& c, const GroupShape& g) {
+  if (g.size <= 1 || g.span_tier < 0) return "-";
+  return c.tier_name(g.span_tier);
+}
+
+std::string infeasible_reason(const RunContext& ctx, const Evaluation& e) {
+  if (e.fits) return "";
+  return fmt::format("needs {:.1f} GiB per GPU; the {} has {:.1f} GiB",
+                     units::to_GiB(e.memory.total()), ctx.cluster.gpu().name,
+                     units::to_GiB(ctx.cluster.gpu().memory_bytes));
+}
+
+std::string context_line(const RunContext& ctx) {
+  const auto& c = ctx.cluster;
+  return fmt::format("{} on {} x {} ({} x {}), seq {}, global batch {}, {}, ZeRO-{}, recompute {}{}",
+                     ctx.model.spec.name, c.spec().nodes, c.spec().name, c.gpu_count(),
+                     c.gpu().name, ctx.job.seq_len, ctx.job.global_batch,
+                     to_string(ctx.job.dtype), ctx.job.zero_stage, to_string(ctx.job.recompute),
+                     ctx.job.sequence_parallel ? ", sequence parallel" : "");
+}
+
+std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r) {
+  std::vector<std::string> out;
+  if (r.top.empty()) return out;
+  const Candidate& w = r.top.front();
+  const auto& c = ctx.cluster;
+  for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+    const int i = static_cast<int>(d);
+    if (w.plan[d] <= 1) continue;
+    const double exposed = d == Dim::tp ? w.eval.time.tp : d == Dim::pp ? w.eval.time.pp
+                                                                         : w.eval.time.dp;
+    out.push_back(fmt::format("{} = {}: groups span {}, {:.3f} s exposed per step ({:.1f}% of it)",
+                              to_string(d), w.plan[d], span_name(c, w.eval.shapes[i]), exposed,
+                              100.0 * exposed / w.eval.step_time));
+  }
+  // The same degrees laid out the worst way: what the mapping is worth.
+  Candidate worst = w;
+  for (const Order& o : distinct_orders(w.plan)) {
+    Candidate alt = w;
+    alt.plan.order = o;
+    alt.eval = evaluate(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
+    if (alt.eval.step_time > worst.eval.step_time) worst = alt;
+  }
+  if (worst.eval.step_time > w.eval.step_time) {
+    out.push_back(fmt::format(
+        "the same degrees with order {} put tp on {}, pp on {}, dp on {}: {:.2f} s per step, "
+        "{:.2f}x slower",
+        short_order_string(worst.plan), span_name(c, worst.eval.shapes[0]),
+        span_name(c, worst.eval.shapes[static_cast<int>(Dim::pp)]),
+        span_name(c, worst.eval.shapes[static_cast<int>(Dim::dp)]), worst.eval.step_time,
+        worst.eval.step_time / w.eval.step_time));
+  }
+  for (std::size_t k = 1; k < r.top.size(); ++k) {
+    const Candidate& o = r.top[k];
+    if (o.plan.degree == w.plan.degree && o.plan.micro_batch == w.plan.micro_batch) continue;
+    out.push_back(fmt::format(
+        "the best different configuration, tp {} pp {} dp {} micro-batch {} ({}), is {:.1f}% "
+        "slower",
+        o.plan[Dim::tp], o.plan[Dim::pp], o.plan[Dim::dp], o.plan.micro_batch,
+        short_order_string(o.plan), 100.0 * (o.eval.step_time / w.eval.step_time - 1.0)));
+    break;
+  }
+  return out;
+}
+
+std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
+  std::string out = "topoplan plan: " + context_line(ctx) + "\n";
+  out += fmt::format("costed {} plans ({} do not fit in memory)", r.evaluated, r.out_of_memory);
+  std::int64_t rejected = 0;
+  for (const auto& [why, n] : r.rejected) rejected += n;
+  if (rejected) {
+    out += fmt::format("; {} rejected before costing:", rejected);
+    std::string sep = " ";
+    for (const auto& [why, n] : r.rejected) {
+      out += fmt::format("{}{} {}", sep, n, why);
+      sep = ", ";
+    }
+  }
+  out += "\n\n";
+  if (r.top.empty()) {
+    out += "no plan fits in memory";
+    if (r.closest_unfit)
+      out += fmt::format("; the closest, tp {} pp {} dp {} micro-batch {}, {}",
+                         r.closest_unfit->plan[Dim::tp], r.closest_unfit->plan[Dim::pp],
+                         r.closest_unfit->plan[Dim::dp], r.closest_unfit->plan.micro_batch,
+                         infeasible_reason(ctx, r.closest_unfit->eval));
+    return out + "\n";
+  }
+  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>9} {:>11} {:>8} {:>6} {:>8}  "
+                     "{:<7} {:<7} {:<7}\n",
+                     "rank", "tp", "pp", "dp", "mb", "order", "step s", "tokens/s", "TFLOP/s",
+                     "MFU", "mem GiB", "tp on", "pp on", "dp on");
+  int rank = 1;
+  for (const auto& cand : r.top) {
+    const auto& e = cand.eval;
+    out += fmt::format(
+        "{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f}  "
+        "{:<7} {:<7} {:<7}\n",
+        rank++, cand.plan[Dim::tp], cand.plan[Dim::pp], cand.plan[Dim::dp],
+        cand.plan.micro_batch, short_order_string(cand.plan), e.step_time,
+        thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu,
+        units::to_GiB(e.memory.total()), span_name(ctx.cluster, e.shapes[0]),
+        span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::pp)]),
+        span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::dp)]));
+  }
+  out += "\nwhy #1 wins:\n";
+  for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";
+  return out;
+}
+
+std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
+  ordered_json j;
+  j["schema"] = kSearchSchema;
+  j["candidates_evaluated"] = r.evaluated;
+  j["out_of_memory"] = r.out_of_memory;
+  ordered_json rej = ordered_json::object();
+  for (const auto& [why, n] : r.rejected) rej[why] = n;
+  j["rejected"] = rej;
+  ordered_json plans = ordered_json::array();
+  for (const auto& cand : r.top) plans.push_back(plan_object(ctx, cand.plan, cand.eval));
+  j["plans"] = plans;
+  j["explanation"] = explain_winner(ctx, r);
+  if (r.closest_unfit)
+    j["closest_unfit"] = plan_object(ctx, r.closest_unfit->plan, r.closest_unfit->eval);
+  return j.dump(2) + "\n";
+}
+
+std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
+  return plan_object(ctx, p, e).dump(2) + "\n";
+}
+
+std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
+  const auto& c = ctx.cluster;
+  std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
+  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, order {} ({} microbatches per "
+                     "pipeline per step)\n\n",
+                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, order_string(p.order),
+                     e.microbatches);
+  out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
+                     "{:.1f}%\n",
+                     e.step_time, thousands(e.tokens_per_s),
+                     units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu);
+  out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n\n", units::to_GiB(e.memory.total()),
+                     units::to_GiB(c.gpu().memory_bytes),
+                     e.fits ? "fits" : "DOES NOT FIT (" + infeasible_reason(ctx, e) + ")");
+  out += "where the time goes (critical path; the parts add up to the step time)\n";
+  const double T = e.step_time;
+  auto row = [&](const char* name, double v) {
+    out += fmt::format("  {:<22} {:>10.3f} s  {}\n", name, v, pct(v, T));
+  };
+  row("compute", e.time.compute);
+  row("tp communication", e.time.tp);
+  row("pp sends (steady)", e.time.pp);
+  row("pipeline bubble", e.time.bubble);
+  row("dp communication", e.time.dp);
+  row("optimizer step", e.time.optimizer);
+  row("step time", e.time.total());
+  out += "\ncommunication per dimension\n";
+  out += fmt::format("  {:<4} {:>6}  {:<8} {:<13} {:>10} {:>10}\n", "dim", "degree", "spans",
+                     "algorithm", "total s", "exposed s");
+  const double totals[] = {e.comm.tp, 0, 0, e.comm.dp, e.comm.pp};
+  const double exposed[] = {e.time.tp, 0, 0, e.time.dp, e.time.pp};
+  for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+    const int i = static_cast<int>(d);
+    if (p[d] <= 1) continue;
+    out += fmt::format("  {:<4} {:>6}  {:<8} {:<13} {:>10.3f} {:>10.3f}\n", to_string(d), p[d],
+                       span_name(c, e.shapes[i]), to_string(e.algorithms[i]), totals[i],
+                       exposed[i]);
+  }
+  out += "\nmemory per GPU, most loaded pipeline stage (GiB)\n";
+  out += fmt::format("  weights {:.1f}  gradients {:.1f}  optimizer {:.1f}  activations {:.1f}  "
+                     "other {:.1f}  total {:.1f}\n",
+                     units::to_GiB(e.memory.weights), units::to_GiB(e.memory.gradients),
+                     units::to_GiB(e.memory.optimizer), units::to_GiB(e.memory.activations),
+                     units::to_GiB(e.memory.other), units::to_GiB(e.memory.total()));
+  return out;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,113 @@
+#include "topoplan/topology.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/units.hpp"
+
+namespace topoplan {
+namespace {
+
+GpuSpec gpu_from(const detail::JsonCursor& c) {
+  GpuSpec g;
+  g.name = c.string("name");
+  g.peak_flops = units::from_TFLOPs(c.positive("bf16_TFLOPs"));
+  g.peak_flops_fp8 = units::from_TFLOPs(c.non_negative_or("fp8_TFLOPs", 0));
+  g.memory_bytes = units::from_GiB(c.positive("memory_GiB"));
+  g.hbm_bandwidth = units::from_TBps(c.positive("hbm_TBps"));
+  g.source = c.opt_string("source").value_or("");
+  return g;
+}
+
+void check_schema(const detail::JsonCursor& c, const char* expected) {
+  if (!c.has("schema")) return;
+  if (c.string("schema") != expected) c.fail("schema", fmt::format("\"{}\"", expected));
+}
+
+}  // namespace
+
+GpuSpec parse_gpu_json(const std::string& text, const std::string& source) {
+  auto doc = detail::parse_json(text, source);
+  detail::JsonCursor c(doc, source);
+  check_schema(c, "topoplan.gpu/v1");
+  return gpu_from(c);
+}
+
+ClusterSpec parse_cluster_json(const std::string& text, const std::string& source,
+                               const GpuResolver& resolve_gpu) {
+  auto doc = detail::parse_json(text, source);
+  detail::JsonCursor c(doc, source);
+  check_schema(c, "topoplan.cluster/v1");
+  ClusterSpec s;
+  s.name = c.string("name");
+  s.source = c.opt_string("source").value_or("");
+  if (c.has("gpu") && c.node().at("gpu").is_string())
+    s.gpu = resolve_gpu(c.string("gpu"), source, "gpu");
+  else
+    s.gpu = gpu_from(c.at("gpu"));
+  s.nodes = static_cast<int>(c.int_at_least_or("nodes", 1, 1));
+  auto server = c.at("server");
+  s.nics_per_server = static_cast<int>(server.positive_int("nics"));
+  s.nic_bandwidth = units::from_Gbps(server.positive("nic_Gbps"));
+  auto tiers = c.at("tiers");
+  std::size_t n = tiers.array_size();
+  if (n == 0) tiers.fail_here("expected at least one tier (the server)");
+  if (n > static_cast<std::size_t>(Cluster::kMaxTiers))
+    tiers.fail_here(fmt::format("expected at most {} tiers, got {}", Cluster::kMaxTiers, n));
+  for (std::size_t i = 0; i < n; ++i) {
+    auto t = tiers.at(i);
+    TierSpec tier;
+    tier.name = t.string("name");
+    // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
+    tier.fanout = static_cast<int>(i == 0 ? t.positive_int("fanout")
+                                          : t.int_at_least_or("fanout", 0, 0));
+    tier.bandwidth = units::from_GBps(t.positive("bandwidth_GBps"));
+    tier.latency = units::from_us(t.positive("latency_us"));
+    tier.oversubscription = t.positive_or("oversubscription", 1.0);
+    if (tier.oversubscription < 1.0) t.fail("oversubscription", "a ratio >= 1");
+    s.tiers.push_back(tier);
+  }
+  return s;
+}
+
+Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(spec)) {
+  if (spec_.tiers.empty()) throw_input(source, "tiers", "expected at least one tier");
+  if (spec_.nodes < 1) throw_input(source, "nodes", "expected a positive integer");
+  gpu_count_ = spec_.nodes * spec_.tiers[0].fanout;
+  double nic_share = spec_.nics_per_server * spec_.nic_bandwidth / spec_.tiers[0].fanout;
+  double path_min = nic_share;
+  tier_count_ = 0;
+  for (std::size_t k = 0; k < spec_.tiers.size(); ++k) {
+    const auto& t = spec_.tiers[k];
+    std::int64_t size = k == 0 ? t.fanout
+                       : t.fanout == 0 ? gpu_count_
+                                       : domain_[k - 1] * t.fanout;
+    domain_[k] = std::min<std::int64_t>(size, gpu_count_);
+    latency_[k] = t.latency;
+    if (k == 0) {
+      bandwidth_[k] = t.bandwidth;
+    } else {
+      path_min = std::min(path_min, t.bandwidth / t.oversubscription);
+      bandwidth_[k] = path_min;
+    }
+    tier_count_ = static_cast<int>(k) + 1;
+    if (size >= gpu_count_) break;
+  }
+  if (domain_[tier_count_ - 1] < gpu_count_ || spec_.tiers.size() == 0)
+    throw_input(source, "nodes",
+                fmt::format("{} servers do not fit in the top tier '{}' ({} GPUs); add a tier or "
+                            "raise its fanout",
+                            spec_.nodes, spec_.tiers.back().name, domain_[tier_count_ - 1]));
+  if (spec_.nodes > 1 && spec_.tiers.size() < 2)
+    throw_input(source, "tiers", "more than one server needs a tier above the server");
+}
+
+int Cluster::meet_tier(int a, int b) const {
+  for (int k = 0; k < tier_count_; ++k)
+    if (a / domain_[k] == b / domain_[k]) return k;
+  return tier_count_ - 1;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,112 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "helpers.hpp"
+#include "topoplan/cost_model.hpp"
+#include "topoplan/error.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+/// Megatron-LM SC'21 appendix: P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)), which leaves out
+/// the final LayerNorm (2h).
+double megatron_params(double l, double h, double V, double s) {
+  return 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+}
+
+ModelSpec gpt(std::int64_t h, std::int64_t l, std::int64_t a, std::int64_t V, std::int64_t s) {
+  ModelSpec m;
+  m.name = "gpt";
+  m.hidden = h;
+  m.layers = l;
+  m.heads = a;
+  m.kv_heads = a;
+  m.head_dim = h / a;
+  m.ffn = 4 * h;
+  m.vocab = V;
+  m.positions = s;
+  m.biases = true;
+  m.layernorm_bias = true;
+  m.tied_embeddings = true;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("parameter counts match the published sizes") {
+  // Published: Llama 3 8B 8.03B, 70B 70.6B, 405B 405B (Meta model cards); GPT-3 175B.
+  CHECK(test::preset_model("llama3-8b").counts.total_params == 8'030'261'248);
+  CHECK(static_cast<double>(test::preset_model("llama3-70b").counts.total_params) ==
+        Approx(70.6e9).epsilon(0.002));
+  CHECK(static_cast<double>(test::preset_model("llama3.1-405b").counts.total_params) ==
+        Approx(405.8e9).epsilon(0.002));
+  CHECK(static_cast<double>(test::preset_model("gpt3-175b").counts.total_params) ==
+        Approx(175e9).epsilon(0.005));
+}
+
+TEST_CASE("GPT parameter count equals Megatron's closed form for every Table 1 row") {
+  struct Row { std::int64_t h, l, a; };
+  for (Row r : {Row{2304, 24, 24}, Row{6144, 40, 48}, Row{12288, 80, 96}, Row{25600, 128, 160}}) {
+    Model m(gpt(r.h, r.l, r.a, 51200, 2048));
+    double expected = megatron_params(static_cast<double>(r.l), static_cast<double>(r.h), 51200, 2048) +
+                      2.0 * static_cast<double>(r.h);
+    CHECK(static_cast<double>(m.counts.total_params) == Approx(expected).epsilon(1e-12));
+  }
+  // Table 1 names these 1.7B, 18.4B, 145.6B: the counts round to those to one decimal.
+  auto billions = [](std::int64_t h, std::int64_t l, std::int64_t a) {
+    double p = static_cast<double>(Model(gpt(h, l, a, 51200, 2048)).counts.total_params);
+    return std::round(p / 1e8) / 10;
+  };
+  CHECK(billions(2304, 24, 24) == 1.7);
+  CHECK(billions(6144, 40, 48) == 18.4);
+  CHECK(billions(12288, 80, 96) == 145.6);
+}
+
+TEST_CASE("FLOPs per token equal Megatron's formula: 72 (model) and 96 (full recompute)") {
+  const double l = 80, h = 12288, V = 51200, s = 2048;
+  Model m(gpt(12288, 80, 96, 51200, 2048));
+  // 72 l h^2 + 12 l s h + 6 V h per token without recomputation (the logits run once forward,
+  // twice backward).
+  CHECK(model_flops_per_token(m.counts, 80, s) ==
+        Approx(72 * l * h * h + 12 * l * s * h + 6 * V * h).epsilon(1e-12));
+  JobSpec j;
+  j.seq_len = 2048;
+  j.recompute = Recompute::full;
+  // 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per step, divided by B s.
+  CHECK(hardware_flops_per_token(m, j) ==
+        Approx(96 * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
+  j.recompute = Recompute::none;
+  CHECK(hardware_flops_per_token(m, j) == Approx(model_flops_per_token(m.counts, 80, s)));
+}
+
+TEST_CASE("a Hugging Face GPT-2 config.json reads with its defaults") {
+  ModelSpec m = load_model(TOPOPLAN_TEST_DATA "/gpt2/config.json", "--model");
+  CHECK(m.name == "gpt2");  // from the folder: no "name" key
+  CHECK(m.ffn == 4 * 768);  // n_inner: null
+  CHECK(m.tied_embeddings);
+  CHECK(Model(m).counts.total_params == 124'439'808);  // GPT-2 small, as published
+}
+
+TEST_CASE("Llama config.json keys: GQA and gated MLP") {
+  Model m = test::preset_model("llama3-70b");
+  CHECK(m.spec.kv_heads == 8);
+  CHECK(m.spec.head_dim == 128);
+  CHECK(m.spec.gated_mlp);
+  // One layer: Q,O 8192^2 each, K,V 8192x1024 each, three 8192x28672, two RMSNorm weights.
+  CHECK(m.counts.layer_params == 2 * 8192LL * 8192 + 2 * 8192LL * 1024 + 3 * 8192LL * 28672 + 2 * 8192);
+}
+
+TEST_CASE("bad model input is one clear line") {
+  CHECK_THROWS_WITH(parse_model_json(R"({"hidden_size": 4096})", "config.json"),
+                    "config.json: num_hidden_layers: required field is missing");
+  CHECK_THROWS_WITH(parse_model_json(R"({"foo": 1})", "config.json"),
+                    Catch::StartsWith("config.json: (top level): expected a Hugging Face config.json"));
+  CHECK_THROWS_WITH(
+      parse_model_json(R"({"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
+        "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})", "config.json"),
+      "config.json: num_key_value_heads: expected a divisor of num_attention_heads (32), got 5");
+  CHECK_THROWS_WITH(load_model("no-such-model", "--model"),
+                    Catch::StartsWith("--model: 'no-such-model' is neither a preset (gpt3-175b"));
+}

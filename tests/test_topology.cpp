@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/error.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+const char* kSmall = R"({
+  "schema": "topoplan.cluster/v1",
+  "name": "small",
+  "gpu": {"name": "g", "bf16_TFLOPs": 100, "memory_GiB": 16, "hbm_TBps": 1},
+  "nodes": 8,
+  "server": {"nics": 4, "nic_Gbps": 200},
+  "tiers": [
+    {"name": "nvlink", "fanout": 4, "bandwidth_GBps": 100, "latency_us": 2},
+    {"name": "leaf", "fanout": 2, "bandwidth_GBps": 50, "latency_us": 5},
+    {"name": "spine", "bandwidth_GBps": 40, "latency_us": 9, "oversubscription": 4}
+  ]
+})";
+
+GpuSpec no_gpu(const std::string& n, const std::string& src, const std::string& path) {
+  throw_input(src, path, "no gpu presets in this test: " + n);
+}
+
+}  // namespace
+
+TEST_CASE("tiers give domain sizes, meeting tiers and per-GPU bandwidth") {
+  Cluster c(parse_cluster_json(kSmall, "small.json", no_gpu), "small.json");
+  REQUIRE(c.gpu_count() == 32);
+  REQUIRE(c.tier_count() == 3);
+  CHECK(c.domain_size(0) == 4);
+  CHECK(c.domain_size(1) == 8);
+  CHECK(c.domain_size(2) == 32);
+  CHECK(c.meet_tier(0, 3) == 0);
+  CHECK(c.meet_tier(3, 4) == 1);
+  CHECK(c.meet_tier(7, 8) == 2);
+  CHECK(c.meet_tier(31, 0) == 2);
+  // Tier 0 is NVLink as given: 100 GB/s.
+  CHECK(c.bandwidth(0) == Approx(100e9));
+  // NIC share: 4 x 200 Gb/s = 100 GB/s over 4 GPUs = 25 GB/s, below the leaf's 50.
+  CHECK(c.bandwidth(1) == Approx(25e9));
+  // Spine: 40 GB/s / 4 oversubscription = 10 GB/s.
+  CHECK(c.bandwidth(2) == Approx(10e9));
+  CHECK(c.latency(2) == Approx(9e-6));
+}
+
+TEST_CASE("unused upper tiers are ignored when the cluster fits below them") {
+  ClusterSpec s = parse_cluster_json(kSmall, "small.json", no_gpu);
+  s.nodes = 2;
+  Cluster c(s, "small.json");
+  CHECK(c.tier_count() == 2);
+  CHECK(c.meet_tier(0, 7) == 1);
+}
+
+TEST_CASE("cluster presets load with their cited figures") {
+  Cluster h = test::preset_cluster("dgx-h100", 16);
+  CHECK(h.gpu_count() == 128);
+  CHECK(h.gpus_per_server() == 8);
+  CHECK(h.bandwidth(0) == Approx(450e9));
+  CHECK(h.bandwidth(1) == Approx(50e9));  // one NDR 400 Gb/s per GPU
+  CHECK(h.gpu().peak_flops == Approx(989e12));
+  Cluster a = test::preset_cluster("dgx-a100", 4);
+  CHECK(a.bandwidth(0) == Approx(300e9));
+  CHECK(a.bandwidth(1) == Approx(25e9));  // HDR 200 Gb/s
+  for (auto n : {"hgx-h200", "hgx-h800", "dgx-b200"}) CHECK(test::preset_cluster(n, 2).gpu_count() == 16);
+}
+
+TEST_CASE("bad cluster input names the file, the JSON path and what was expected") {
+  std::string bad = kSmall;
+  bad.replace(bad.find("\"bandwidth_GBps\": 50"), 20, "\"bandwidth_GBps\": -3");
+  try {
+    (void)parse_cluster_json(bad, "cluster.json", no_gpu);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "cluster.json: tiers[1].bandwidth_GBps: expected a positive number, got -3");
+  }
+  std::string missing = kSmall;
+  missing.replace(missing.find("\"latency_us\": 9"), 15, "\"latency\": 9");
+  CHECK_THROWS_WITH(parse_cluster_json(missing, "c.json", no_gpu),
+                    "c.json: tiers[2].latency_us: required field is missing");
+  CHECK_THROWS_WITH(parse_cluster_json("{\"name\": 3}", "c.json", no_gpu),
+                    "c.json: name: expected a non-empty string, got 3");
+  CHECK_THROWS_WITH(parse_cluster_json("{\"name\": ", "c.json", no_gpu),
+                    Catch::StartsWith("c.json: malformed JSON: parse error at line 1"));
+  ClusterSpec s = parse_cluster_json(kSmall, "small.json", no_gpu);
+  s.nodes = 2;
+  s.tiers.resize(1);
+  CHECK_THROWS_WITH(Cluster(s, "small.json"),
+                    Catch::Contains("servers do not fit in the top tier 'nvlink'"));
+}
