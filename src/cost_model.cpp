@@ -14,6 +14,7 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
   if (m.spec.ffn % tp != 0) return PlanError::tp_ffn;
   if (m.spec.layers % p[Dim::pp] != 0) return PlanError::pp_layers;
+  if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
     return PlanError::batch;
@@ -30,6 +31,7 @@ const char* short_reason(PlanError e) {
     case PlanError::pp_layers: return "pp does not divide the layers";
     case PlanError::batch: return "dp x micro-batch does not divide the global batch";
     case PlanError::unsupported_dim: return "cp/ep > 1 not modelled yet";
+    case PlanError::zero_stage: return "ZeRO stage outside 0-3";
   }
   return "?";
 }
@@ -59,6 +61,8 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
                          p[Dim::dp], p.micro_batch, j.global_batch);
     case PlanError::unsupported_dim:
       return "--cp/--ep: context and expert parallelism are not modelled yet";
+    case PlanError::zero_stage:
+      return fmt::format("--zero: expected 0, 1, 2 or 3, got {}", p.zero);
   }
   return "?";
 }
@@ -66,10 +70,9 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
 namespace {
 
 /// Per-token hardware FLOPs of one layer, forward + backward + recomputation.
-double layer_hw_flops(const ModelCounts& k, const JobSpec& j) {
-  const double s = static_cast<double>(j.seq_len);
+double layer_hw_flops(const ModelCounts& k, double s, Recompute r) {
   const double fwd = k.layer_matmul_flops + k.layer_attention_flops_per_seq * s;
-  switch (j.recompute) {
+  switch (r) {
     case Recompute::none: return 3 * fwd;
     case Recompute::selective: return 3 * fwd + k.layer_attention_flops_per_seq * s;
     case Recompute::full: return 4 * fwd;
@@ -79,8 +82,8 @@ double layer_hw_flops(const ModelCounts& k, const JobSpec& j) {
 
 }  // namespace
 
-double hardware_flops_per_token(const Model& m, const JobSpec& j) {
-  return static_cast<double>(m.spec.layers) * layer_hw_flops(m.counts, j) +
+double hardware_flops_per_token(const Model& m, double seq_len, Recompute r) {
+  return static_cast<double>(m.spec.layers) * layer_hw_flops(m.counts, seq_len, r) +
          3.0 * m.counts.logits_flops;
 }
 
@@ -111,18 +114,18 @@ StageParams stage_params(const Model& m, const Plan& p) {
 
 /// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, generalised to
 /// GQA and gated MLPs by counting the stored tensors).
-double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p) {
+double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, Recompute r) {
   const double t = p[Dim::tp];
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
   const double h = static_cast<double>(m.spec.hidden);
   const auto& k = m.counts;
-  const double sp_div = j.sequence_parallel ? t : 1.0;
-  if (j.recompute == Recompute::full) return 2.0 * tokens * h / sp_div;
+  const double sp_div = p.sequence_parallel ? t : 1.0;
+  if (r == Recompute::full) return 2.0 * tokens * h / sp_div;
   const double replicated = 10.0 * tokens * h / sp_div;
   const double ffn = static_cast<double>(m.spec.ffn);
   const double sharded = tokens * (4 * k.q_dim + 4 * k.kv_dim + (m.spec.gated_mlp ? 6 : 4) * ffn) / t;
   double scores = 0;
-  if (j.recompute == Recompute::none && !j.flash_attention)
+  if (r == Recompute::none && !j.flash_attention)
     scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;
   return replicated + sharded + scores;
 }
@@ -150,7 +153,7 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   // Compute: the last stage is the slowest (it also runs the logits).
   const double tokens_mb = b * s;
   const double stage_flops =
-      tokens_mb * (layers_per_stage * layer_hw_flops(k, j) + 3.0 * k.logits_flops) / (tp * cp);
+      tokens_mb * (layers_per_stage * layer_hw_flops(k, s, p.recompute) + 3.0 * k.logits_flops) / (tp * cp);
   const double t_compute = stage_flops / (c.gpu().peak_flops * cal.compute_efficiency);
 
   // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed),
@@ -159,9 +162,9 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   double t_tp = 0;
   if (tp > 1) {
     const double act = tokens_mb * h * bytes / cp;
-    const int per_layer = j.recompute == Recompute::full ? 6 : 4;
+    const int per_layer = p.recompute == Recompute::full ? 6 : 4;
     CollectiveCost one;
-    if (j.sequence_parallel) {
+    if (p.sequence_parallel) {
       one = ring_all_gather(c, cal, tp_shape, act);
       one.time += ring_reduce_scatter(c, cal, tp_shape, act).time;
     } else {
@@ -175,7 +178,7 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   // and receive are paired with compute and sit on the critical path once per direction.
   double t_p2p = 0;
   if (pp > 1) {
-    const double act = tokens_mb * h * bytes / cp / (j.sequence_parallel ? tp : 1);
+    const double act = tokens_mb * h * bytes / cp / (p.sequence_parallel ? tp : 1);
     CollectiveCost one = send_recv(c, cal, pp_shape.span_tier, act);
     e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
     t_p2p = 2.0 * one.time;
@@ -189,52 +192,66 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   e.comm.tp = e.time.tp;
   e.comm.pp = e.time.pp + (pp - 1) * t_p2p;
 
-  // DP: gradients are reduced bucket by bucket during the last microbatch's backward pass
-  // (2/3 of its compute); only the last bucket, or what exceeds that window, is exposed. Under
-  // ZeRO >= 1 the reduction is a reduce-scatter and the updated parameters are all-gathered
-  // after the optimizer step, exposed. ZeRO-3 also gathers parameters forward and backward per
-  // microbatch, hidden behind that microbatch's compute where it fits.
+  // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
+  // bucket, or whatever exceeds the window, is exposed.
+  //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
+  //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
+  //           all-gather of the updated bf16 parameters.
+  //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
+  //           backward; then the parameter all-gather, exposed.
+  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward; all three
+  //           hide behind that microbatch's compute where they fit.
   const StageParams params = stage_params(m, p);
   const double params_gpu = params.max();
   if (dp > 1) {
     const double grad_bytes = params_gpu * cal.grad_reduce_bytes;
-    CollectiveCost grad = j.zero_stage == 0 ? all_reduce(c, cal, dp_shape, grad_bytes)
-                                            : ring_reduce_scatter(c, cal, dp_shape, grad_bytes);
+    CollectiveCost grad = p.zero == 0 ? all_reduce(c, cal, dp_shape, grad_bytes)
+                                      : ring_reduce_scatter(c, cal, dp_shape, grad_bytes);
     e.algorithms[static_cast<int>(Dim::dp)] = grad.algorithm;
-    const double gather =
-        j.zero_stage == 0 ? 0.0 : ring_all_gather(c, cal, dp_shape, params_gpu * bytes).time;
+    const double gather = ring_all_gather(c, cal, dp_shape, params_gpu * bytes).time;
     const double window = t_compute * 2.0 / 3.0;
     const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
-    double exposed = std::max(grad.time - window, grad.time * last_bucket) + gather;
-    double total = grad.time + gather;
-    if (j.zero_stage == 3) {
-      exposed += mbs * std::max(0.0, 2.0 * gather - t_compute);
-      total += mbs * 2.0 * gather;
+    auto overlapped = [&](double comm, double hide) {
+      return std::max(comm - hide, comm * last_bucket);
+    };
+    switch (p.zero) {
+      case 0:
+        e.time.dp = overlapped(grad.time, window);
+        e.comm.dp = grad.time;
+        break;
+      case 1:
+        e.time.dp = overlapped(grad.time, window) + gather;
+        e.comm.dp = grad.time + gather;
+        break;
+      case 2:
+        e.time.dp = mbs * overlapped(grad.time, window) + gather;
+        e.comm.dp = mbs * grad.time + gather;
+        break;
+      default:
+        e.time.dp = mbs * overlapped(grad.time + 2 * gather, t_compute);
+        e.comm.dp = mbs * (grad.time + 2 * gather);
+        break;
     }
-    e.time.dp = exposed;
-    e.comm.dp = total;
   }
 
-  const double opt_params = j.zero_stage >= 1 ? params_gpu / dp : params_gpu;
+  const double opt_params = p.zero >= 1 ? params_gpu / dp : params_gpu;
   e.time.optimizer = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
 
   // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
   MemoryBreakdown mem_first, mem_last;
   const double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
-  const double layer_act = layer_activation_bytes(m, j, p);
+  const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
   double act_first = layer_act * layers_per_stage * in_flight;
   double act_last = layer_act * layers_per_stage;
-  if (j.recompute == Recompute::full) {  // one layer's full activations while recomputing
-    JobSpec kept = j;
-    kept.recompute = Recompute::selective;
-    const double working = layer_activation_bytes(m, kept, p);
+  if (p.recompute == Recompute::full) {  // one layer's full activations while recomputing
+    const double working = layer_activation_bytes(m, j, p, Recompute::selective);
     act_first += working;
     act_last += working;
   }
   auto fill = [&](MemoryBreakdown& mem, double params_stage, double act, double logits) {
-    mem.weights = params_stage * bytes / (j.zero_stage >= 3 ? dp : 1);
-    mem.gradients = params_stage * cal.grad_reduce_bytes / (j.zero_stage >= 2 ? dp : 1);
-    mem.optimizer = params_stage * 12.0 / (j.zero_stage >= 1 ? dp : 1);
+    mem.weights = params_stage * bytes / (p.zero >= 3 ? dp : 1);
+    mem.gradients = params_stage * cal.grad_reduce_bytes / (p.zero >= 2 ? dp : 1);
+    mem.optimizer = params_stage * 12.0 / (p.zero >= 1 ? dp : 1);
     mem.activations = act;
     mem.other = cal.reserved_bytes + logits;
   };

@@ -17,6 +17,22 @@ const char* to_string(Dim d) {
   return "?";
 }
 
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "none";
+}
+
+Recompute parse_recompute(const std::string& s, const std::string& what) {
+  if (s == "none") return Recompute::none;
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  throw_input(what, "", fmt::format("expected none, selective or full, got '{}'", s));
+}
+
 std::int64_t Plan::world() const {
   std::int64_t w = 1;
   for (int d : degree) w *= d;

@@ -39,14 +39,14 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
   j["gpus"] = c.gpu_count();
   j["job"] = {{"seq_len", ctx.job.seq_len},
               {"global_batch", ctx.job.global_batch},
-              {"dtype", to_string(ctx.job.dtype)},
-              {"zero", ctx.job.zero_stage},
-              {"recompute", to_string(ctx.job.recompute)},
-              {"sequence_parallel", ctx.job.sequence_parallel}};
+              {"dtype", to_string(ctx.job.dtype)}};
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
   j["microbatches"] = e.microbatches;
   j["order"] = order_string(p.order);
+  j["zero"] = p.zero;
+  j["recompute"] = to_string(p.recompute);
+  j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;
   std::string why = infeasible_reason(ctx, e);
   j["infeasible_reason"] = why.empty() ? ordered_json(nullptr) : ordered_json(why);
@@ -103,11 +103,9 @@ std::string infeasible_reason(const RunContext& ctx, const Evaluation& e) {
 
 std::string context_line(const RunContext& ctx) {
   const auto& c = ctx.cluster;
-  return fmt::format("{} on {} x {} ({} x {}), seq {}, global batch {}, {}, ZeRO-{}, recompute {}{}",
-                     ctx.model.spec.name, c.spec().nodes, c.spec().name, c.gpu_count(),
-                     c.gpu().name, ctx.job.seq_len, ctx.job.global_batch,
-                     to_string(ctx.job.dtype), ctx.job.zero_stage, to_string(ctx.job.recompute),
-                     ctx.job.sequence_parallel ? ", sequence parallel" : "");
+  return fmt::format("{} on {} x {} ({} x {}), seq {}, global batch {}, {}", ctx.model.spec.name,
+                     c.spec().nodes, c.spec().name, c.gpu_count(), c.gpu().name,
+                     ctx.job.seq_len, ctx.job.global_batch, to_string(ctx.job.dtype));
 }
 
 std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r) {
@@ -133,22 +131,27 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
     if (alt.eval.step_time > worst.eval.step_time) worst = alt;
   }
   if (worst.eval.step_time > w.eval.step_time) {
-    out.push_back(fmt::format(
-        "the same degrees with order {} put tp on {}, pp on {}, dp on {}: {:.2f} s per step, "
-        "{:.2f}x slower",
-        short_order_string(worst.plan), span_name(c, worst.eval.shapes[0]),
-        span_name(c, worst.eval.shapes[static_cast<int>(Dim::pp)]),
-        span_name(c, worst.eval.shapes[static_cast<int>(Dim::dp)]), worst.eval.step_time,
-        worst.eval.step_time / w.eval.step_time));
+    std::string where;
+    for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+      if (w.plan[d] <= 1) continue;
+      where += fmt::format("{}{} on {}", where.empty() ? "" : ", ", to_string(d),
+                           span_name(c, worst.eval.shapes[static_cast<int>(d)]));
+    }
+    out.push_back(fmt::format("the same degrees with order {} put {}: {:.2f} s per step, {:.2f}x "
+                              "slower",
+                              short_order_string(worst.plan), where, worst.eval.step_time,
+                              worst.eval.step_time / w.eval.step_time));
   }
   for (std::size_t k = 1; k < r.top.size(); ++k) {
     const Candidate& o = r.top[k];
     if (o.plan.degree == w.plan.degree && o.plan.micro_batch == w.plan.micro_batch) continue;
+    const double slower = 100.0 * (o.eval.step_time / w.eval.step_time - 1.0);
     out.push_back(fmt::format(
-        "the best different configuration, tp {} pp {} dp {} micro-batch {} ({}), is {:.1f}% "
-        "slower",
+        "the best plan with other degrees or micro-batch, tp {} pp {} dp {} micro-batch {} ({}, ZeRO-{}, "
+        "recompute {}, sp {}), is {:.{}f}% slower",
         o.plan[Dim::tp], o.plan[Dim::pp], o.plan[Dim::dp], o.plan.micro_batch,
-        short_order_string(o.plan), 100.0 * (o.eval.step_time / w.eval.step_time - 1.0)));
+        short_order_string(o.plan), o.plan.zero, to_string(o.plan.recompute),
+        o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
     break;
   }
   return out;
@@ -177,18 +180,19 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
-  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>9} {:>11} {:>8} {:>6} {:>8}  "
-                     "{:<7} {:<7} {:<7}\n",
-                     "rank", "tp", "pp", "dp", "mb", "order", "step s", "tokens/s", "TFLOP/s",
-                     "MFU", "mem GiB", "tp on", "pp on", "dp on");
+  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>4} {:<9} {:>3}  {:>9} {:>11} "
+                     "{:>8} {:>6} {:>8}  {:<7} {:<7} {:<7}\n",
+                     "rank", "tp", "pp", "dp", "mb", "order", "zero", "recompute", "sp", "step s",
+                     "tokens/s", "TFLOP/s", "MFU", "mem GiB", "tp on", "pp on", "dp on");
   int rank = 1;
   for (const auto& cand : r.top) {
     const auto& e = cand.eval;
     out += fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f}  "
-        "{:<7} {:<7} {:<7}\n",
+        "{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
+        "{:>5.1f}% {:>8.1f}  {:<7} {:<7} {:<7}\n",
         rank++, cand.plan[Dim::tp], cand.plan[Dim::pp], cand.plan[Dim::dp],
-        cand.plan.micro_batch, short_order_string(cand.plan), e.step_time,
+        cand.plan.micro_batch, short_order_string(cand.plan), cand.plan.zero,
+        to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-", e.step_time,
         thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu,
         units::to_GiB(e.memory.total()), span_name(ctx.cluster, e.shapes[0]),
         span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::pp)]),
@@ -224,9 +228,10 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
   out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, order {} ({} microbatches per "
-                     "pipeline per step)\n\n",
+                     "pipeline per step)\n      ZeRO-{}, recompute {}, sequence parallelism {}\n\n",
                      p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, order_string(p.order),
-                     e.microbatches);
+                     e.microbatches, p.zero, to_string(p.recompute),
+                     p.sequence_parallel ? "on" : "off");
   out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
                      "{:.1f}%\n",
                      e.step_time, thousands(e.tokens_per_s),
@@ -247,15 +252,17 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("optimizer step", e.time.optimizer);
   row("step time", e.time.total());
   out += "\ncommunication per dimension\n";
-  out += fmt::format("  {:<4} {:>6}  {:<8} {:<13} {:>10} {:>10}\n", "dim", "degree", "spans",
-                     "algorithm", "total s", "exposed s");
+  out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10} {:>10}\n", "dim", "degree",
+                     "spans", "per server", "algorithm", "total s", "exposed s");
   const double totals[] = {e.comm.tp, 0, 0, e.comm.dp, e.comm.pp};
   const double exposed[] = {e.time.tp, 0, 0, e.time.dp, e.time.pp};
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
     const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
-    out += fmt::format("  {:<4} {:>6}  {:<8} {:<13} {:>10.3f} {:>10.3f}\n", to_string(d), p[d],
-                       span_name(c, e.shapes[i]), to_string(e.algorithms[i]), totals[i],
+    const GroupShape& g = e.shapes[i];
+    const int per_server = g.span_tier > 0 ? g.per_domain[0] : g.size;
+    out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10.3f} {:>10.3f}\n", to_string(d),
+                       p[d], span_name(c, g), per_server, to_string(e.algorithms[i]), totals[i],
                        exposed[i]);
   }
   out += "\nmemory per GPU, most loaded pipeline stage (GiB)\n";

@@ -7,13 +7,40 @@
 
 namespace topoplan {
 
+namespace {
+
+/// True when two orders lay out the dimensions of degree > 1 the same way (same groups).
+bool same_layout(const Plan& p, const Order& other) {
+  int i = 0, j = 0;
+  while (true) {
+    while (i < kDims && p[p.order[i]] == 1) ++i;
+    while (j < kDims && p[other[j]] == 1) ++j;
+    if (i == kDims || j == kDims) return i == j;
+    if (p.order[i++] != other[j++]) return false;
+  }
+}
+
+/// 0: Megatron's default order; 1: its --use-tp-pp-dp-mapping order; 2: any other.
+int order_preference(const Plan& p) {
+  if (same_layout(p, kDefaultOrder)) return 0;
+  if (same_layout(p, Order{Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp})) return 1;
+  return 2;
+}
+
+}  // namespace
+
 bool ranks_before(const Candidate& a, const Candidate& b) {
   if (a.eval.fits != b.eval.fits) return a.eval.fits;
   if (a.eval.step_time != b.eval.step_time) return a.eval.step_time < b.eval.step_time;
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp, Dim::cp, Dim::ep})
     if (a.plan[d] != b.plan[d]) return a.plan[d] < b.plan[d];
   if (a.plan.micro_batch != b.plan.micro_batch) return a.plan.micro_batch < b.plan.micro_batch;
-  return order_string(a.plan.order) < order_string(b.plan.order);
+  if (a.plan.zero != b.plan.zero) return a.plan.zero < b.plan.zero;
+  if (a.plan.recompute != b.plan.recompute) return a.plan.recompute < b.plan.recompute;
+  if (a.plan.sequence_parallel != b.plan.sequence_parallel) return !a.plan.sequence_parallel;
+  const int pa = order_preference(a.plan), pb = order_preference(b.plan);
+  if (pa != pb) return pa < pb;
+  return a.plan.order < b.plan.order;  // Dim's declared order: tp < cp < ep < dp < pp
 }
 
 std::vector<Order> distinct_orders(const Plan& p) {
@@ -45,12 +72,27 @@ std::vector<int> divisors(std::int64_t n) {
   return out;
 }
 
-/// Keeps the best K in order without reallocating.
+/// Same plan but for the order, and exactly the same cost: a mirror layout that gives nothing new.
+bool equivalent(const Candidate& a, const Candidate& b) {
+  return a.plan.degree == b.plan.degree && a.plan.micro_batch == b.plan.micro_batch &&
+         a.plan.zero == b.plan.zero && a.plan.recompute == b.plan.recompute &&
+         a.plan.sequence_parallel == b.plan.sequence_parallel &&
+         a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
+}
+
+/// Keeps the best K in order without reallocating. Of equivalent plans only the best-ranked
+/// order is kept, so the list shows K different choices.
 class TopK {
  public:
   explicit TopK(int k) : k_(static_cast<std::size_t>(std::max(1, k))) { items_.reserve(k_ + 1); }
   void offer(const Candidate& c) {
     if (items_.size() == k_ && !ranks_before(c, items_.back())) return;
+    for (auto it = items_.begin(); it != items_.end(); ++it) {
+      if (!equivalent(*it, c)) continue;
+      if (!ranks_before(c, *it)) return;
+      items_.erase(it);
+      break;
+    }
     auto at = std::upper_bound(items_.begin(), items_.end(), c, ranks_before);
     items_.insert(at, c);
     if (items_.size() > k_) items_.pop_back();
@@ -86,8 +128,13 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
       }
     rejected.emplace_back(e, 1);
   };
+  if (opt.zero < -1 || opt.zero > 3)
+    throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
   TopK top(opt.top_k);
   Candidate cand;
+  const std::vector<Recompute> recomputes =
+      opt.recompute ? std::vector<Recompute>{*opt.recompute}
+                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   for (int tp : divisors(n)) {
     if (ftp && tp != ftp) continue;
     for (int pp : divisors(n / tp)) {
@@ -102,6 +149,15 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
       std::vector<int> mbs = per_dp ? divisors(per_dp) : std::vector<int>{1};
       const std::vector<Order> orders = opt.order ? std::vector<Order>{*opt.order}
                                                   : distinct_orders(base);
+      // Choices that cannot differ are searched once: ZeRO with dp = 1, SP with tp = 1.
+      std::vector<int> zeros;
+      if (opt.zero >= 0) zeros = {opt.zero};
+      else if (dp == 1) zeros = {0};
+      else zeros = {0, 1, 2, 3};
+      std::vector<bool> sps;
+      if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
+      else if (tp == 1) sps = {false};
+      else sps = {false, true};
       for (int mb : mbs) {
         if (opt.micro_batch && mb != opt.micro_batch) continue;
         base.micro_batch = mb;
@@ -110,20 +166,26 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
           reject(err);
           continue;
         }
-        for (const Order& o : orders) {
-          cand.plan = base;
-          cand.plan.order = o;
-          cand.eval = evaluate(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
-          ++r.evaluated;
-          if (!cand.eval.fits) {
-            ++r.out_of_memory;
-            if (!r.closest_unfit ||
-                cand.eval.memory.total() < r.closest_unfit->eval.memory.total())
-              r.closest_unfit = cand;
-            continue;
-          }
-          top.offer(cand);
-        }
+        for (int zero : zeros)
+          for (Recompute rc : recomputes)
+            for (bool sp : sps)
+              for (const Order& o : orders) {
+                cand.plan = base;
+                cand.plan.order = o;
+                cand.plan.zero = zero;
+                cand.plan.recompute = rc;
+                cand.plan.sequence_parallel = sp;
+                cand.eval = evaluate(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
+                ++r.evaluated;
+                if (!cand.eval.fits) {
+                  ++r.out_of_memory;
+                  if (!r.closest_unfit ||
+                      cand.eval.memory.total() < r.closest_unfit->eval.memory.total())
+                    r.closest_unfit = cand;
+                  continue;
+                }
+                top.offer(cand);
+              }
       }
     }
   }

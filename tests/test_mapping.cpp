@@ -34,7 +34,7 @@ TEST_CASE("default order reproduces Megatron's worked example (world 16, TP 2, P
   CHECK(m.coord(13, Dim::pp) == 1);
 }
 
-TEST_CASE("--use-tp-pp-dp-mapping order puts pp before dp") {
+TEST_CASE("the order of Megatron's --use-tp-pp-dp-mapping puts pp before dp") {
   Mapping m = Mapping::from_order(make(2, 2, 4, "tp-cp-ep-pp-dp"));
   CHECK(m.groups(Dim::pp).front() == std::vector<int>{0, 2});
   CHECK(m.groups(Dim::dp).front() == std::vector<int>{0, 4, 8, 12});

@@ -71,14 +71,11 @@ TEST_CASE("FLOPs per token equal Megatron's formula: 72 (model) and 96 (full rec
   // twice backward).
   CHECK(model_flops_per_token(m.counts, 80, s) ==
         Approx(72 * l * h * h + 12 * l * s * h + 6 * V * h).epsilon(1e-12));
-  JobSpec j;
-  j.seq_len = 2048;
-  j.recompute = Recompute::full;
   // 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per step, divided by B s.
-  CHECK(hardware_flops_per_token(m, j) ==
+  CHECK(hardware_flops_per_token(m, s, Recompute::full) ==
         Approx(96 * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
-  j.recompute = Recompute::none;
-  CHECK(hardware_flops_per_token(m, j) == Approx(model_flops_per_token(m.counts, 80, s)));
+  CHECK(hardware_flops_per_token(m, s, Recompute::none) ==
+        Approx(model_flops_per_token(m.counts, 80, s)));
 }
 
 TEST_CASE("a Hugging Face GPT-2 config.json reads with its defaults") {

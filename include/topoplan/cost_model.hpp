@@ -54,6 +54,7 @@ enum class PlanError : unsigned char {
   pp_layers,           ///< PP does not divide the layers
   batch,               ///< DP x micro-batch does not divide the global batch
   unsupported_dim,     ///< CP or EP > 1 (not modelled yet)
+  zero_stage,          ///< ZeRO stage outside 0-3
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
@@ -65,7 +66,7 @@ enum class PlanError : unsigned char {
 [[nodiscard]] const char* short_reason(PlanError e);
 
 /// Hardware FLOPs per token (forward, backward, and the recomputation the job asks for).
-[[nodiscard]] double hardware_flops_per_token(const Model& m, const JobSpec& j);
+[[nodiscard]] double hardware_flops_per_token(const Model& m, double seq_len, Recompute r);
 
 struct Evaluation {
   bool fits = false;           ///< memory fits the GPU

@@ -15,10 +15,21 @@ inline constexpr Order kDefaultOrder{Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::pp
 
 [[nodiscard]] const char* to_string(Dim d);
 
+/// Activation recomputation: none; selective (attention scores and softmax); full (each layer's
+/// forward, keeping only its input).
+enum class Recompute : std::uint8_t { none, selective, full };
+[[nodiscard]] const char* to_string(Recompute r);
+/// InputError naming `what` on a bad value.
+[[nodiscard]] Recompute parse_recompute(const std::string& s, const std::string& what);
+
 struct Plan {
   std::array<int, kDims> degree{1, 1, 1, 1, 1};
   int micro_batch = 1;
   Order order = kDefaultOrder;
+  int zero = 1;                           ///< 0 none; 1 optimizer state (distributed optimizer);
+                                          ///< 2 + gradients; 3 + weights, sharded over dp
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;         ///< Megatron sequence parallelism (with tp > 1)
 
   [[nodiscard]] int operator[](Dim d) const { return degree[static_cast<int>(d)]; }
   [[nodiscard]] int& operator[](Dim d) { return degree[static_cast<int>(d)]; }

@@ -15,6 +15,9 @@ struct SearchOptions {
   std::array<int, kDims> fixed{};  ///< 0: searched; otherwise that degree is fixed
   int micro_batch = 0;             ///< 0: searched
   std::optional<Order> order;      ///< unset: every order of the dimensions > 1
+  int zero = -1;                   ///< -1: searched (0-3; only 0 when dp = 1)
+  std::optional<Recompute> recompute;     ///< unset: none, selective and full
+  std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
   int top_k = 10;
 };
 
@@ -24,11 +27,16 @@ struct Candidate {
 };
 
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
-/// the smaller tp, then pp, then dp, then micro-batch, then the order string in ASCII order.
+/// the smaller tp, then pp, then dp, then micro-batch, then the smaller ZeRO stage, less
+/// recomputation, sequence parallelism off before on, then an order Megatron-LM can launch
+/// (its default, then --use-tp-pp-dp-mapping), then the order compared dimension by dimension
+/// with tp < cp < ep < dp < pp.
 [[nodiscard]] bool ranks_before(const Candidate& a, const Candidate& b);
 
 struct SearchResult {
-  std::vector<Candidate> top;  ///< fitting plans, best first, at most top_k
+  /// Fitting plans, best first, at most top_k. Plans that differ only in an order that gives the
+  /// same cost and memory (mirror layouts) appear once, under the best-ranked order.
+  std::vector<Candidate> top;
   std::optional<Candidate> closest_unfit;  ///< the plan needing the least memory, when none fit
   std::int64_t evaluated = 0;    ///< plans costed
   std::int64_t out_of_memory = 0;

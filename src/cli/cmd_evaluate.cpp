@@ -12,6 +12,7 @@ namespace {
 struct EvaluateArgs {
   InputOptions in;
   OutputOptions out;
+  ChoiceOptions choice;
   int tp = 1, pp = 1, dp = 0, micro_batch = 1;
   std::string order = "tp-cp-ep-dp-pp";
 };
@@ -34,6 +35,9 @@ int run_evaluate(const EvaluateArgs& a) {
   }
   p.micro_batch = a.micro_batch;
   p.order = parse_order(a.order, "--order");
+  if (a.choice.zero >= 0 || a.choice.zero < -1) p.zero = a.choice.zero;
+  if (!a.choice.recompute.empty()) p.recompute = parse_recompute(a.choice.recompute, "--recompute");
+  p.sequence_parallel = a.choice.sp_on;
   PlanError err = check_plan(in.cluster, in.model, in.job, p);
   if (err != PlanError::none) throw InputError(describe(err, in.cluster, in.model, in.job, p));
   Evaluation e = evaluate(in.cluster, in.model, in.job, p, Mapping::from_order(p), in.cal);
@@ -54,6 +58,7 @@ Runner register_evaluate(CLI::App& cmd) {
   cmd.add_option("--micro-batch", a->micro_batch, "micro-batch size")->capture_default_str();
   cmd.add_option("--order", a->order, "Megatron order string, leftmost varies fastest")
       ->capture_default_str();
+  add_choice_options(cmd, a->choice, false);
   add_output_options(cmd, a->out);
   return [a] { return run_evaluate(*a); };
 }

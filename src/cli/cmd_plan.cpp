@@ -13,6 +13,7 @@ namespace {
 struct PlanArgs {
   InputOptions in;
   OutputOptions out;
+  ChoiceOptions choice;
   int tp = 0, pp = 0, dp = 0, micro_batch = 0, top = 10;
   std::string order;
 };
@@ -27,6 +28,10 @@ int run_plan(const PlanArgs& a) {
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   opt.top_k = a.top;
+  opt.zero = a.choice.zero;
+  if (!a.choice.recompute.empty())
+    opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
+  if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
   SearchResult r = search(in.cluster, in.model, in.job, in.cal, opt);
   RunContext ctx{in.cluster, in.model, in.job, in.cal};
   write_output(a.out, a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
@@ -43,6 +48,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--dp", a->dp, "fix the data-parallel degree (default: searched)");
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
+  add_choice_options(cmd, a->choice, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
   add_output_options(cmd, a->out);
   return [a] { return run_plan(*a); };

@@ -24,11 +24,20 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step")
       ->capture_default_str();
   cmd.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str();
-  cmd.add_option("--zero", o.zero, "ZeRO stage 0-3 (1 = distributed optimizer)")
-      ->capture_default_str();
-  cmd.add_option("--recompute", o.recompute, "activation recomputation: none, selective, full")
-      ->capture_default_str();
-  cmd.add_flag("--sequence-parallel", o.sequence_parallel, "Megatron sequence parallelism");
+}
+
+void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
+  const char* dflt = searched ? " (default: searched)" : "";
+  cmd.add_option("--zero", o.zero,
+                 fmt::format("ZeRO stage 0-3, 1 = distributed optimizer{}",
+                             searched ? dflt : " (default: 1)"));
+  cmd.add_option("--recompute", o.recompute,
+                 fmt::format("activation recomputation: none, selective, full{}",
+                             searched ? dflt : " (default: none)"));
+  auto* on = cmd.add_flag("--sequence-parallel", o.sp_on,
+                          fmt::format("Megatron sequence parallelism on{}", dflt));
+  auto* off = cmd.add_flag("--no-sequence-parallel", o.sp_off, "sequence parallelism off");
+  on->excludes(off);
 }
 
 void add_output_options(CLI::App& cmd, OutputOptions& o) {
@@ -46,9 +55,6 @@ Inputs load_inputs(const InputOptions& o) {
   job.seq_len = o.seq_len;
   job.global_batch = o.global_batch;
   job.dtype = parse_dtype(o.dtype, "--dtype");
-  job.zero_stage = o.zero;
-  job.recompute = parse_recompute(o.recompute, "--recompute");
-  job.sequence_parallel = o.sequence_parallel;
   validate(job);
   Inputs in{Cluster(cs, o.cluster), Model(ms, o.model), job, Calibration{}};
   spdlog::debug("cluster {}: {} GPUs in {} tiers; model {}: {} parameters", cs.name,

@@ -21,9 +21,15 @@ struct InputOptions {
   std::int64_t seq_len = 4096;
   std::int64_t global_batch = 512;
   std::string dtype = "bf16";
-  int zero = 1;
-  std::string recompute = "none";
-  bool sequence_parallel = false;
+};
+
+/// ZeRO stage, recomputation and sequence parallelism: given for evaluate, searched by plan
+/// unless fixed.
+struct ChoiceOptions {
+  int zero = -1;           ///< -1: not given
+  std::string recompute;   ///< empty: not given
+  bool sp_on = false;
+  bool sp_off = false;
 };
 
 struct OutputOptions {
@@ -41,6 +47,8 @@ struct Inputs {
 
 void add_input_options(CLI::App& cmd, InputOptions& o);
 void add_output_options(CLI::App& cmd, OutputOptions& o);
+/// `searched`: the help says the default is searched (plan) rather than a fixed value.
+void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched);
 [[nodiscard]] Inputs load_inputs(const InputOptions& o);
 /// Writes to stdout, or to a file through a temporary file and a rename.
 void write_output(const OutputOptions& o, const std::string& text);

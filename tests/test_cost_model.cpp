@@ -1,0 +1,155 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/cost_model.hpp"
+#include "topoplan/error.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+Plan plan(int tp, int pp, int dp, int mb = 1, const char* order = "tp-cp-ep-dp-pp") {
+  Plan p;
+  p[Dim::tp] = tp;
+  p[Dim::pp] = pp;
+  p[Dim::dp] = dp;
+  p.micro_batch = mb;
+  p.order = parse_order(order, "--order");
+  return p;
+}
+
+Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
+  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
+  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+}
+
+}  // namespace
+
+// The seed's central example: 128 GPUs = 16 x dgx-h100, an 80-layer model, TP 8 x PP 4 x DP 4.
+TEST_CASE("central example: TP inside a server is far faster than TP across eight servers") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;  // seq 4096, global batch 512, bf16, ZeRO-1
+  Evaluation good = eval(c, m, j, plan(8, 4, 4, 1, "tp-dp-pp"));
+  Evaluation bad = eval(c, m, j, plan(8, 4, 4, 1, "dp-pp-tp"));
+  CHECK(good.shapes[0].span_tier == 0);      // TP group = one server
+  CHECK(bad.shapes[0].span_tier == 1);       // TP group = eight servers of one leaf
+  CHECK(bad.shapes[0].per_domain[0] == 1);   // one GPU per server
+  CHECK(bad.step_time > 2.0 * good.step_time);
+  // Where the time goes: the bad mapping's extra time is exposed TP communication.
+  CHECK(bad.time.compute == Approx(good.time.compute));
+  CHECK(bad.time.tp > 8.0 * good.time.tp);
+  CHECK(bad.time.tp - good.time.tp > 0.85 * (bad.step_time - good.step_time));
+  // Same memory: only the placement changed.
+  CHECK(bad.memory.total() == Approx(good.memory.total()));
+}
+
+TEST_CASE("central example, golden numbers for the good mapping") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Evaluation e = eval(c, m, j, plan(8, 4, 4));
+  // 512 sequences / (dp 4 x micro-batch 1) = 128 microbatches.
+  REQUIRE(e.microbatches == 128);
+  // Per token per layer forward: 2 x (Q,O 8192^2 + K,V 8192x1024 + 3 x 8192x28672) = 1,711,276,032
+  // matmul FLOPs, plus 4 x 8192 x 4096 = 134,217,728 for scores and values: 1,845,493,760.
+  // x3 for backward. 20 layers per stage; the last stage adds logits 3 x 2 x 128256 x 8192.
+  const double per_token = 20 * 3 * 1845493760.0 + 3 * 2 * 128256.0 * 8192;
+  const double t_mb = 4096 * per_token / 8 / (989e12 * 0.62);  // 0.097718 s
+  CHECK(e.time.compute == Approx(128 * t_mb).epsilon(1e-9));
+  // TP: 4 ring all-reduces per layer of 4096 x 8192 x 2 B = 67,108,864 B inside a server:
+  // 14 x 1 us + 14/8 x 67108864 / 369e9 = 332.2584 us; x 4 x 20 layers x 128 microbatches.
+  const double ar = 14e-6 + 1.75 * 67108864 / 369e9;
+  CHECK(e.time.tp == Approx(128 * 80 * ar).epsilon(1e-9));
+  // PP: stages are 32 GPUs apart, so across servers: 3.5 us + 67108864 / 43e9 each way.
+  const double p2p = 2 * (3.5e-6 + 67108864 / 43e9);
+  CHECK(e.time.pp == Approx(128 * p2p).epsilon(1e-9));
+  // 1F1B bubble: (pp - 1) x one microbatch's compute + TP + PP time.
+  CHECK(e.time.bubble == Approx(3 * (t_mb + 80 * ar + p2p)).epsilon(1e-9));
+  // The parts add up.
+  CHECK(e.time.total() == Approx(e.step_time).epsilon(1e-12));
+  CHECK(e.tokens_per_s == Approx(512 * 4096 / e.step_time));
+  CHECK(e.mfu == Approx(e.model_flops_per_gpu / 989e12));
+}
+
+TEST_CASE("memory per GPU: weights, gradients, optimizer state and activations") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Evaluation e = eval(c, m, j, plan(8, 4, 4));
+  // First stage: 20 layers x 855,654,400 / 8 + embedding 128256 x 8192 / 8 = 2,270,478,336.
+  // Last stage: same body + output layer 128256 x 8192 / 8 + final norm 8192 / 8: 2,270,479,360.
+  const double params = (20 * 855654400.0 + 128256.0 * 8192 + 8192) / 8;
+  // The first stage holds min(pp, microbatches) = 4 microbatches in flight, the last only one,
+  // so the first stage is the most loaded; its weights are bf16 and its gradients fp32.
+  const double first = (20 * 855654400.0 + 128256.0 * 8192) / 8;
+  CHECK(e.memory.weights == Approx(2 * first));
+  CHECK(e.memory.gradients == Approx(4 * first));
+  CHECK(e.memory.optimizer == Approx(12 * first / 4));  // ZeRO-1 over dp 4
+  // Activations per layer per microbatch: 10 s b h replicated + s b (4q + 4kv + 6 ffn) / t.
+  const double tokens = 4096;
+  const double layer = 10 * tokens * 8192 + tokens * (4 * 8192 + 4 * 1024 + 6 * 28672) / 8.0;
+  CHECK(e.memory.activations == Approx(layer * 20 * 4));
+  CHECK(params > first);
+  CHECK(e.fits);
+}
+
+TEST_CASE("a plan that does not fit is marked infeasible") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  Evaluation e = eval(c, m, j, plan(8, 1, 1));
+  CHECK_FALSE(e.fits);
+  CHECK(e.memory.total() > c.gpu().memory_bytes);
+}
+
+TEST_CASE("ZeRO stages and recomputation change memory as documented") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Plan p = plan(8, 4, 4);
+  p.zero = 0;
+  Evaluation z0 = eval(c, m, j, p);
+  p.zero = 3;
+  Evaluation z3 = eval(c, m, j, p);
+  CHECK(z3.memory.weights == Approx(z0.memory.weights / 4));
+  CHECK(z3.memory.gradients == Approx(z0.memory.gradients / 4));
+  CHECK(z3.memory.optimizer == Approx(z0.memory.optimizer / 4));
+  p.zero = 1;
+  p.recompute = Recompute::full;
+  Evaluation full = eval(c, m, j, p);
+  p.recompute = Recompute::none;
+  Evaluation none = eval(c, m, j, p);
+  CHECK(full.memory.activations < none.memory.activations / 5);
+  // Full recomputation runs the forward twice: 4/3 of the compute for the layers.
+  CHECK(full.time.compute > 1.3 * none.time.compute);
+  CHECK(full.time.tp == Approx(1.5 * none.time.tp));  // 6 collectives per layer instead of 4
+  CHECK(full.mfu < none.mfu);
+}
+
+TEST_CASE("invalid plans are rejected with a one-line reason") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  CHECK(check_plan(c, m, j, plan(16, 1, 8)) == PlanError::tp_kv_heads);
+  CHECK(check_plan(c, m, j, plan(128, 1, 1)) == PlanError::tp_heads);
+  CHECK(check_plan(c, m, j, plan(1, 128, 1)) == PlanError::pp_layers);
+  CHECK(check_plan(c, m, j, plan(8, 4, 2)) == PlanError::world_mismatch);
+  CHECK(check_plan(c, m, j, plan(8, 1, 16, 64)) == PlanError::batch);
+  CHECK(describe(PlanError::tp_heads, c, m, j, plan(128, 1, 1)) ==
+        "--tp: 128 does not divide llama3-70b's 64 attention heads");
+  CHECK(describe(PlanError::world_mismatch, c, m, j, plan(8, 4, 2)) ==
+        "--tp/--pp/--dp: 8 x 4 x 2 = 64 GPUs, but the cluster has 128");
+}
+
+TEST_CASE("the bubble shrinks as the global batch grows") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec small, large;
+  small.global_batch = 64;
+  large.global_batch = 1024;
+  Evaluation a = eval(c, m, small, plan(8, 4, 4));
+  Evaluation b = eval(c, m, large, plan(8, 4, 4));
+  CHECK(a.time.bubble / a.step_time > 4 * (b.time.bubble / b.step_time));
+  CHECK(b.mfu > a.mfu);
+}

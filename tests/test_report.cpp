@@ -1,0 +1,53 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/report.hpp"
+
+using namespace topoplan;
+
+TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Plan p;
+  p[Dim::tp] = 8;
+  p[Dim::pp] = 4;
+  p[Dim::dp] = 4;
+  Evaluation e = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+  auto doc = nlohmann::json::parse(evaluation_json(RunContext{c, m, j, Calibration{}}, p, e));
+  CHECK(doc["schema"] == "topoplan.plan/v1");
+  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "model_tflops_per_gpu",
+                          "memory_gib_per_gpu", "fits", "breakdown", "tp", "pp", "dp",
+                          "micro_batch", "order"})
+    CHECK(doc.contains(key));
+  CHECK(doc["tp"] == 8);
+  CHECK(doc["order"] == "tp-cp-ep-dp-pp");
+  double sum = 0;
+  for (auto& [k, v] : doc["breakdown"].items()) sum += v.get<double>();
+  CHECK(sum == Approx(doc["step_time_s"].get<double>()).epsilon(1e-5));
+  CHECK(doc["communication"]["tp"]["tier"] == "nvlink");
+  CHECK(doc["communication"]["pp"]["tier"] == "leaf");
+}
+
+TEST_CASE("the plan report explains the winner and names the tiers") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed = {8, 0, 0, 4, 4};
+  RunContext ctx{c, m, j, Calibration{}};
+  SearchResult r = search(c, m, j, ctx.cal, o);
+  auto lines = explain_winner(ctx, r);
+  REQUIRE(lines.size() >= 3);
+  CHECK_THAT(lines[0], Catch::StartsWith("tp = 8: groups span nvlink"));
+  bool worst = false;
+  for (const auto& l : lines)
+    worst = worst || l.find("order dp-pp-tp put tp on leaf") != std::string::npos;
+  CHECK(worst);
+  auto doc = nlohmann::json::parse(plan_report_json(ctx, r));
+  CHECK(doc["schema"] == "topoplan.search/v1");
+  CHECK(doc["plans"][0]["schema"] == "topoplan.plan/v1");
+  CHECK(doc["plans"].size() == r.top.size());
+}

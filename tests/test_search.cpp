@@ -1,0 +1,76 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/report.hpp"
+#include "topoplan/search.hpp"
+
+using namespace topoplan;
+
+TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping first") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed = {8, 0, 0, 4, 4};
+  o.micro_batch = 1;
+  o.zero = 1;
+  o.recompute = Recompute::none;
+  o.sequence_parallel = false;
+  o.top_k = 10;
+  SearchResult r = search(c, m, j, Calibration{}, o);
+  // Six orders of tp, dp, pp; pp-dp-tp and dp-pp-tp cost the same (TP stride 16 in both, DP and
+  // PP inside pairs of servers), so the mirror is listed once.
+  REQUIRE(r.evaluated == 6);
+  REQUIRE(r.top.size() == 5);
+  CHECK(r.top.front().eval.shapes[0].span_tier == 0);
+  CHECK(short_order_string(r.top.front().plan) == "tp-dp-pp");  // Megatron's default wins ties
+  CHECK(r.top.back().eval.shapes[0].span_tier == 1);
+  CHECK(short_order_string(r.top.back().plan) == "dp-pp-tp");  // ASCII before pp-dp-tp
+  for (std::size_t i = 1; i < r.top.size(); ++i)
+    CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
+}
+
+TEST_CASE("the unconstrained search ranks a plan with TP inside one server first") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  SearchResult r = search(c, m, j, Calibration{}, SearchOptions{});
+  REQUIRE_FALSE(r.top.empty());
+  CHECK(r.top.front().eval.shapes[0].span_tier == 0);
+  CHECK(r.top.front().plan[Dim::tp] > 1);
+  CHECK(r.evaluated > 400);
+  for (const auto& cand : r.top) CHECK(cand.eval.fits);
+}
+
+TEST_CASE("the search is deterministic") {
+  Cluster c = test::preset_cluster("dgx-h100", 8);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  SearchOptions o;
+  o.top_k = 25;
+  std::string a = plan_report_json(ctx, search(c, m, j, ctx.cal, o));
+  std::string b = plan_report_json(ctx, search(c, m, j, ctx.cal, o));
+  CHECK(a == b);
+}
+
+TEST_CASE("fixed degrees that cannot divide the cluster are input errors") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed[static_cast<int>(Dim::tp)] = 3;
+  CHECK_THROWS_WITH(search(c, m, j, Calibration{}, o),
+                    "--tp: 3 does not divide the cluster's 32 GPUs");
+}
+
+TEST_CASE("when nothing fits, the closest plan is kept to explain why") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  SearchResult r = search(c, m, j, Calibration{}, SearchOptions{});
+  CHECK(r.top.empty());
+  REQUIRE(r.closest_unfit);
+  CHECK_FALSE(r.closest_unfit->eval.fits);
+}
