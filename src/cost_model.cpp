@@ -132,6 +132,24 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
 
 }  // namespace
 
+double exposed_comm(const Evaluation& e, Dim d) {
+  switch (d) {
+    case Dim::tp: return e.time.tp;
+    case Dim::pp: return e.time.pp;
+    case Dim::dp: return e.time.dp;
+    default: return 0;
+  }
+}
+
+double total_comm(const Evaluation& e, Dim d) {
+  switch (d) {
+    case Dim::tp: return e.comm.tp;
+    case Dim::pp: return e.comm.pp;
+    case Dim::dp: return e.comm.dp;
+    default: return 0;
+  }
+}
+
 Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
                     const Mapping& map, const Calibration& cal) {
   Evaluation e;

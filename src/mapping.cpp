@@ -4,30 +4,76 @@
 
 namespace topoplan {
 
-Mapping Mapping::from_order(const Plan& plan) {
-  Mapping m;
-  m.degree_ = plan.degree;
+namespace {
+
+Layout make_layout(const Order& order, const std::array<int, kDims>& degree) {
+  Layout l;
+  l.degree = degree;
   std::int64_t stride = 1;
-  for (Dim d : plan.order) {
-    m.stride_[static_cast<int>(d)] = stride;
-    stride *= plan[d];
+  for (Dim d : order) {
+    l.stride[static_cast<int>(d)] = stride;
+    stride *= degree[static_cast<int>(d)];
   }
-  m.world_ = stride;
-  return m;
+  return l;
 }
 
-std::vector<std::vector<int>> Mapping::groups(Dim d) const {
+std::vector<std::vector<int>> layout_groups(const Layout& l, std::int64_t world, Dim d) {
   std::vector<std::vector<int>> out;
-  const int n = degree(d);
-  const std::int64_t s = stride(d);
-  out.reserve(static_cast<std::size_t>(world_ / n));
-  for (std::int64_t r = 0; r < world_; ++r) {
-    if (coord(r, d) != 0) continue;
+  const int i = static_cast<int>(d);
+  const int n = l.degree[i];
+  const std::int64_t s = l.stride[i];
+  out.reserve(static_cast<std::size_t>(world / n));
+  for (std::int64_t r = 0; r < world; ++r) {
+    if ((r / s) % n != 0) continue;
     std::vector<int> g(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) g[i] = static_cast<int>(r + i * s);
+    for (int k = 0; k < n; ++k) g[k] = static_cast<int>(r + k * s);
     out.push_back(std::move(g));
   }
   return out;
+}
+
+}  // namespace
+
+Mapping Mapping::from_order(const Plan& plan) {
+  Mapping m;
+  std::array<int, kDims> dense = plan.degree;
+  dense[static_cast<int>(Dim::ep)] = 1;
+  m.dense_ = make_layout(plan.order, dense);
+  m.world_ = plan.world();
+  // Megatron's expert generator: expert TP = tp, CP folded into expert DP.
+  const int ep = std::max(1, plan[Dim::ep]);
+  std::array<int, kDims> expert{};
+  expert[static_cast<int>(Dim::tp)] = plan[Dim::tp];
+  expert[static_cast<int>(Dim::cp)] = 1;
+  expert[static_cast<int>(Dim::ep)] = ep;
+  expert[static_cast<int>(Dim::pp)] = plan[Dim::pp];
+  const std::int64_t rest = m.world_ / (static_cast<std::int64_t>(plan[Dim::tp]) * ep * plan[Dim::pp]);
+  expert[static_cast<int>(Dim::dp)] = static_cast<int>(std::max<std::int64_t>(1, rest));
+  m.expert_ = make_layout(plan.order, expert);
+  return m;
+}
+
+Mapping Mapping::with_devices(const Plan& plan, std::vector<int> device_of_rank) {
+  Mapping m = from_order(plan);
+  bool identity = true;
+  for (std::size_t r = 0; r < device_of_rank.size(); ++r)
+    identity = identity && device_of_rank[r] == static_cast<int>(r);
+  if (!identity) m.device_ = std::move(device_of_rank);
+  return m;
+}
+
+bool expert_pp_mismatch(const Plan& plan) {
+  if (plan[Dim::pp] == 1) return false;
+  Mapping m = Mapping::from_order(plan);
+  return m.dense().stride[static_cast<int>(Dim::pp)] != m.expert().stride[static_cast<int>(Dim::pp)];
+}
+
+std::vector<std::vector<int>> Mapping::groups(Dim d) const {
+  return layout_groups(layout_of(d), world_, d);
+}
+
+std::vector<std::vector<int>> Mapping::expert_dp_groups() const {
+  return layout_groups(expert_, world_, Dim::dp);
 }
 
 GroupShape shape_of_devices(const Cluster& c, std::span<const int> devices) {

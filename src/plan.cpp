@@ -34,9 +34,8 @@ Recompute parse_recompute(const std::string& s, const std::string& what) {
 }
 
 std::int64_t Plan::world() const {
-  std::int64_t w = 1;
-  for (int d : degree) w *= d;
-  return w;
+  return static_cast<std::int64_t>((*this)[Dim::tp]) * (*this)[Dim::cp] * (*this)[Dim::dp] *
+         (*this)[Dim::pp];
 }
 
 std::string order_string(const Order& o) {
@@ -56,6 +55,16 @@ std::string short_order_string(const Plan& p) {
     s += to_string(d);
   }
   return s.empty() ? "single" : s;
+}
+
+bool same_layout(const Plan& p, const Order& other) {
+  int i = 0, j = 0;
+  while (true) {
+    while (i < kDims && p[p.order[i]] == 1) ++i;
+    while (j < kDims && p[other[j]] == 1) ++j;
+    if (i == kDims || j == kDims) return i == j;
+    if (p.order[i++] != other[j++]) return false;
+  }
 }
 
 Order parse_order(const std::string& s, const std::string& what) {

@@ -62,16 +62,14 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
                     {"dp_exposed_s", sig(e.time.dp)},
                     {"optimizer_s", sig(e.time.optimizer)}};
   ordered_json comm = ordered_json::object();
-  const double totals[] = {e.comm.tp, 0, 0, e.comm.dp, e.comm.pp};
-  const double exposed[] = {e.time.tp, 0, 0, e.time.dp, e.time.pp};
   for (Dim d : kDefaultOrder) {
     const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
     comm[to_string(d)] = {{"degree", p[d]},
                           {"tier", span_name(c, e.shapes[i])},
                           {"algorithm", to_string(e.algorithms[i])},
-                          {"total_s", sig(totals[i])},
-                          {"exposed_s", sig(exposed[i])}};
+                          {"total_s", sig(total_comm(e, d))},
+                          {"exposed_s", sig(exposed_comm(e, d))}};
   }
   j["communication"] = comm;
   j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory.weights), 4)},
@@ -116,8 +114,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
     const int i = static_cast<int>(d);
     if (w.plan[d] <= 1) continue;
-    const double exposed = d == Dim::tp ? w.eval.time.tp : d == Dim::pp ? w.eval.time.pp
-                                                                         : w.eval.time.dp;
+    const double exposed = exposed_comm(w.eval, d);
     out.push_back(fmt::format("{} = {}: groups span {}, {:.3f} s exposed per step ({:.1f}% of it)",
                               to_string(d), w.plan[d], span_name(c, w.eval.shapes[i]), exposed,
                               100.0 * exposed / w.eval.step_time));
@@ -254,16 +251,14 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   out += "\ncommunication per dimension\n";
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10} {:>10}\n", "dim", "degree",
                      "spans", "per server", "algorithm", "total s", "exposed s");
-  const double totals[] = {e.comm.tp, 0, 0, e.comm.dp, e.comm.pp};
-  const double exposed[] = {e.time.tp, 0, 0, e.time.dp, e.time.pp};
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
     const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
     const GroupShape& g = e.shapes[i];
     const int per_server = g.span_tier > 0 ? g.per_domain[0] : g.size;
     out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10.3f} {:>10.3f}\n", to_string(d),
-                       p[d], span_name(c, g), per_server, to_string(e.algorithms[i]), totals[i],
-                       exposed[i]);
+                       p[d], span_name(c, g), per_server, to_string(e.algorithms[i]),
+                       total_comm(e, d), exposed_comm(e, d));
   }
   out += "\nmemory per GPU, most loaded pipeline stage (GiB)\n";
   out += fmt::format("  weights {:.1f}  gradients {:.1f}  optimizer {:.1f}  activations {:.1f}  "

@@ -9,21 +9,10 @@ namespace topoplan {
 
 namespace {
 
-/// True when two orders lay out the dimensions of degree > 1 the same way (same groups).
-bool same_layout(const Plan& p, const Order& other) {
-  int i = 0, j = 0;
-  while (true) {
-    while (i < kDims && p[p.order[i]] == 1) ++i;
-    while (j < kDims && p[other[j]] == 1) ++j;
-    if (i == kDims || j == kDims) return i == j;
-    if (p.order[i++] != other[j++]) return false;
-  }
-}
-
 /// 0: Megatron's default order; 1: its --use-tp-pp-dp-mapping order; 2: any other.
 int order_preference(const Plan& p) {
   if (same_layout(p, kDefaultOrder)) return 0;
-  if (same_layout(p, Order{Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp})) return 1;
+  if (same_layout(p, kTpPpDpOrder)) return 1;
   return 2;
 }
 
@@ -44,17 +33,19 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
 }
 
 std::vector<Order> distinct_orders(const Plan& p) {
+  // Permute the dimensions > 1 among their own places in the default order; size-1 dimensions
+  // keep theirs, so the default layout comes out as exactly the default order string.
+  std::vector<int> places;
   std::vector<Dim> active;
-  for (Dim d : kDefaultOrder)
-    if (p[d] > 1) active.push_back(d);
+  for (int i = 0; i < kDims; ++i)
+    if (p[kDefaultOrder[i]] > 1) {
+      places.push_back(i);
+      active.push_back(kDefaultOrder[i]);
+    }
   std::vector<Order> out;
-  std::sort(active.begin(), active.end());
   do {
-    Order o{};
-    int n = 0;
-    for (Dim d : active) o[n++] = d;
-    for (Dim d : kDefaultOrder)
-      if (p[d] == 1) o[n++] = d;
+    Order o = kDefaultOrder;
+    for (std::size_t k = 0; k < places.size(); ++k) o[places[k]] = active[k];
     out.push_back(o);
   } while (std::next_permutation(active.begin(), active.end()));
   std::sort(out.begin(), out.end(), [](const Order& a, const Order& b) {

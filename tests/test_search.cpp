@@ -19,14 +19,14 @@ TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping fi
   o.sequence_parallel = false;
   o.top_k = 10;
   SearchResult r = search(c, m, j, Calibration{}, o);
-  // Six orders of tp, dp, pp; pp-dp-tp and dp-pp-tp cost the same (TP stride 16 in both, DP and
-  // PP inside pairs of servers), so the mirror is listed once.
+  // Six orders of tp, dp, pp; tp-dp-pp and tp-pp-dp cost exactly the same (TP fills a server,
+  // DP and PP both take one GPU per server within the leaf), so that mirror is listed once.
   REQUIRE(r.evaluated == 6);
   REQUIRE(r.top.size() == 5);
   CHECK(r.top.front().eval.shapes[0].span_tier == 0);
   CHECK(short_order_string(r.top.front().plan) == "tp-dp-pp");  // Megatron's default wins ties
   CHECK(r.top.back().eval.shapes[0].span_tier == 1);
-  CHECK(short_order_string(r.top.back().plan) == "dp-pp-tp");  // ASCII before pp-dp-tp
+  CHECK(short_order_string(r.top.back().plan) == "dp-pp-tp");
   for (std::size_t i = 1; i < r.top.size(); ++i)
     CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
 }

@@ -82,6 +82,10 @@ struct Evaluation {
   std::array<Algorithm, kDims> algorithms{};   ///< collective chosen per dimension
 };
 
+/// Seconds per step a dimension's communication is exposed / spends in total (0 if not modelled).
+[[nodiscard]] double exposed_comm(const Evaluation& e, Dim d);
+[[nodiscard]] double total_comm(const Evaluation& e, Dim d);
+
 /// Scores a plan that passed check_plan. Pure; allocates nothing for order-based mappings.
 [[nodiscard]] Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Plan& p, const Mapping& map, const Calibration& cal);

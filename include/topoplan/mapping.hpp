@@ -24,30 +24,49 @@ struct GroupShape {
   friend bool operator==(const GroupShape&, const GroupShape&) = default;
 };
 
+/// Rank layout of one Megatron RankGenerator: a degree and a stride per dimension.
+struct Layout {
+  std::array<int, kDims> degree{1, 1, 1, 1, 1};
+  std::array<std::int64_t, kDims> stride{1, 1, 1, 1, 1};
+};
+
 class Mapping {
  public:
   /// Rank r runs on device r; coordinates follow the plan's order string.
   [[nodiscard]] static Mapping from_order(const Plan& plan);
+  /// The same coordinates, with rank r on device_of_rank[r] (a permutation of 0..world-1).
+  [[nodiscard]] static Mapping with_devices(const Plan& plan, std::vector<int> device_of_rank);
 
   [[nodiscard]] std::int64_t world() const { return world_; }
   [[nodiscard]] int device(std::int64_t rank) const {
     return device_.empty() ? static_cast<int>(rank) : device_[rank];
   }
   [[nodiscard]] bool identity() const { return device_.empty(); }
-  [[nodiscard]] std::int64_t stride(Dim d) const { return stride_[static_cast<int>(d)]; }
-  [[nodiscard]] int degree(Dim d) const { return degree_[static_cast<int>(d)]; }
+  /// Dense layers' layout (tp, cp, dp, pp; ep = 1) and expert layers' (tp, ep, expert-dp, pp).
+  [[nodiscard]] const Layout& dense() const { return dense_; }
+  [[nodiscard]] const Layout& expert() const { return expert_; }
+  /// The layout a dimension's groups come from: the expert one for ep, the dense one otherwise.
+  [[nodiscard]] const Layout& layout_of(Dim d) const { return d == Dim::ep ? expert_ : dense_; }
+  [[nodiscard]] std::int64_t stride(Dim d) const { return layout_of(d).stride[static_cast<int>(d)]; }
+  [[nodiscard]] int degree(Dim d) const { return layout_of(d).degree[static_cast<int>(d)]; }
   [[nodiscard]] int coord(std::int64_t rank, Dim d) const {
     return static_cast<int>((rank / stride(d)) % degree(d));
   }
   /// Every group of dimension d as a list of ranks, ordered by their first rank.
   [[nodiscard]] std::vector<std::vector<int>> groups(Dim d) const;
+  /// Expert-data-parallel groups (the dp dimension of the expert layout).
+  [[nodiscard]] std::vector<std::vector<int>> expert_dp_groups() const;
 
  private:
-  std::array<int, kDims> degree_{};
-  std::array<std::int64_t, kDims> stride_{};
+  Layout dense_;
+  Layout expert_;
   std::int64_t world_ = 0;
   std::vector<int> device_;  ///< empty: identity
 };
+
+/// True when the expert layout's pipeline groups differ from the dense layout's (Megatron-LM
+/// requires them equal; with --use-tp-pp-dp-mapping that needs cp = ep).
+[[nodiscard]] bool expert_pp_mismatch(const Plan& plan);
 
 /// The shape of one group of devices.
 [[nodiscard]] GroupShape shape_of_devices(const Cluster& c, std::span<const int> devices);

@@ -22,6 +22,9 @@ enum class Recompute : std::uint8_t { none, selective, full };
 /// InputError naming `what` on a bad value.
 [[nodiscard]] Recompute parse_recompute(const std::string& s, const std::string& what);
 
+/// Degrees follow Megatron-LM: world = tp x cp x dp x pp. EP does not multiply the world: expert
+/// layers re-divide it as tp x ep x expert-dp x pp (expert TP = tp, expert CP = 1), so ep must
+/// divide cp x dp.
 struct Plan {
   std::array<int, kDims> degree{1, 1, 1, 1, 1};
   int micro_batch = 1;
@@ -42,6 +45,11 @@ struct Plan {
 /// means tp-dp-pp-cp-ep (size-1 dimensions do not change the layout). InputError on a bad token
 /// or a repeated dimension; `what` names the flag or field.
 [[nodiscard]] Order parse_order(const std::string& s, const std::string& what);
+/// Megatron-LM's --use-tp-pp-dp-mapping order.
+inline constexpr Order kTpPpDpOrder{Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp};
+/// True when `other` lays out the plan's dimensions of degree > 1 as the plan's order does
+/// (so both give the same groups).
+[[nodiscard]] bool same_layout(const Plan& p, const Order& other);
 /// The order string with size-1 dimensions dropped ("tp-dp-pp"), as reports show it.
 [[nodiscard]] std::string short_order_string(const Plan& p);
 

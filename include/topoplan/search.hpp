@@ -47,8 +47,8 @@ struct SearchResult {
 [[nodiscard]] SearchResult search(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Calibration& cal, const SearchOptions& opt);
 
-/// Every distinct order for a plan's degrees: permutations of its dimensions > 1, the others
-/// appended in default order. Sorted by order string.
+/// Every distinct order for a plan's degrees: the permutations of its dimensions > 1 among their
+/// places in the default order (size-1 dimensions stay put). Sorted by order string.
 [[nodiscard]] std::vector<Order> distinct_orders(const Plan& p);
 
 }  // namespace topoplan

@@ -34,7 +34,8 @@ int run_plan(const PlanArgs& a) {
   if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
   SearchResult r = search(in.cluster, in.model, in.job, in.cal, opt);
   RunContext ctx{in.cluster, in.model, in.job, in.cal};
-  write_output(a.out, a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
+  write_output(a.out.path,
+               a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
   return r.top.empty() ? 1 : 0;
 }
 
@@ -50,7 +51,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
-  add_output_options(cmd, a->out);
+  add_output_options(cmd, a->out, {"table", "json"});
   return [a] { return run_plan(*a); };
 }
 

@@ -48,7 +48,7 @@ int run_presets(const OutputOptions& out) {
                           m.spec.hidden, m.spec.heads, m.spec.kv_heads);
     }
   }
-  write_output(out, text);
+  write_output(out.path, text);
   return 0;
 }
 
@@ -56,7 +56,7 @@ int run_presets(const OutputOptions& out) {
 
 Runner register_presets(CLI::App& cmd) {
   auto out = std::make_shared<OutputOptions>();
-  add_output_options(cmd, *out);
+  add_output_options(cmd, *out, {"table", "json"});
   return [out] { return run_presets(*out); };
 }
 

@@ -1,6 +1,5 @@
 #include "cli/common.hpp"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +14,7 @@
 namespace topoplan::cli {
 
 void add_input_options(CLI::App& cmd, InputOptions& o) {
+  o.cmd = &cmd;
   cmd.add_option("--cluster", o.cluster, "cluster preset name or cluster JSON file")
       ->capture_default_str();
   cmd.add_option("--nodes", o.nodes, "number of servers (default: the cluster's own)");
@@ -40,56 +40,83 @@ void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
   on->excludes(off);
 }
 
-void add_output_options(CLI::App& cmd, OutputOptions& o) {
-  cmd.add_option("--format", o.format, "table or json")->capture_default_str();
+void add_plan_options(CLI::App& cmd, PlanOptions& o) {
+  cmd.add_option("--tp", o.tp, "tensor-parallel degree (default 1)");
+  cmd.add_option("--pp", o.pp, "pipeline-parallel degree (default 1)");
+  cmd.add_option("--dp", o.dp, "data-parallel degree (default: GPUs / (tp x cp x pp))");
+  cmd.add_option("--cp", o.cp, "context-parallel degree (default 1)");
+  cmd.add_option("--ep", o.ep, "expert-parallel degree (default 1)");
+  cmd.add_option("--micro-batch", o.micro_batch, "micro-batch size (default 1)");
+  cmd.add_option("--order", o.order, "Megatron order string (default tp-cp-ep-dp-pp)");
+  add_choice_options(cmd, o.choice, false);
+  cmd.add_option("--plan", o.plan_file,
+                 "the plan as JSON written by plan, evaluate or export (first plan of a search)");
+  cmd.add_option("--ranks", o.ranks_file,
+                 "an explicit placement: a topoplan.ranks/v1 file (rank -> node, gpu)");
+  cmd.add_option("--megatron-args", o.megatron_args,
+                 "the Megatron-LM arguments a training script passes, as one string");
+}
+
+void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats) {
+  o.format = formats.front();
+  std::string names;
+  for (const auto& f : formats) names += (names.empty() ? "" : ", ") + f;
+  cmd.add_option("--format", o.format, names)
+      ->capture_default_str()
+      ->check(CLI::IsMember(formats));
   cmd.add_option("-o,--output", o.path, "write to this file (atomically) instead of stdout");
 }
 
-Inputs load_inputs(const InputOptions& o) {
-  ClusterSpec cs = load_cluster(o.cluster, "--cluster");
+Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
+  const std::string cluster_arg = !o.given("--cluster") && from && from->cluster ? *from->cluster : o.cluster;
+  const std::string model_arg = !o.given("--model") && from && from->model ? *from->model : o.model;
+  ClusterSpec cs = load_cluster(cluster_arg, "--cluster");
   if (o.nodes < 0)
     throw_input("--nodes", "", fmt::format("expected a positive integer, got {}", o.nodes));
   if (o.nodes > 0) cs.nodes = o.nodes;
-  ModelSpec ms = load_model(o.model, "--model");
+  else if (from && from->nodes) cs.nodes = *from->nodes;
+  ModelSpec ms = load_model(model_arg, "--model");
   JobSpec job;
-  job.seq_len = o.seq_len;
-  job.global_batch = o.global_batch;
-  job.dtype = parse_dtype(o.dtype, "--dtype");
+  job.seq_len = !o.given("--seq-len") && from && from->seq_len ? *from->seq_len : o.seq_len;
+  job.global_batch = !o.given("--global-batch") && from && from->global_batch
+                         ? *from->global_batch
+                         : o.global_batch;
+  job.dtype = !o.given("--dtype") && from && from->dtype ? *from->dtype
+                                                          : parse_dtype(o.dtype, "--dtype");
   validate(job);
-  Inputs in{Cluster(cs, o.cluster), Model(ms, o.model), job, Calibration{}};
+  Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, Calibration{}, cluster_arg,
+            model_arg};
   spdlog::debug("cluster {}: {} GPUs in {} tiers; model {}: {} parameters", cs.name,
                 in.cluster.gpu_count(), in.cluster.tier_count(), ms.name,
                 in.model.counts.total_params);
   return in;
 }
 
-void write_output(const OutputOptions& o, const std::string& text) {
-  if (o.format != "table" && o.format != "json")
-    throw_input("--format", "", fmt::format("expected table or json, got '{}'", o.format));
-  if (o.path.empty() || o.path == "-") {
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
     std::cout << text << std::flush;
     return;
   }
   namespace fs = std::filesystem;
-  fs::path target(o.path);
+  fs::path target(path);
   fs::path tmp = target;
   tmp += fmt::format(".tmp.{}", ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw_input(o.path, "", "cannot write file");
+    if (!out) throw_input(path, "", "cannot write file");
     out << text;
     out.flush();
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw_input(o.path, "", "cannot write file");
+      throw_input(path, "", "cannot write file");
     }
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw_input(o.path, "", "cannot replace file: " + ec.message());
+    throw_input(path, "", "cannot replace file: " + ec.message());
   }
 }
 

@@ -1,16 +1,16 @@
 #pragma once
-/// Flags shared by the subcommands and the steps every subcommand takes: load inputs, write output.
+/// Flags shared by the subcommands and the steps they share: load inputs, resolve the plan under
+/// test, write output. No modelling here.
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "topoplan/calibration.hpp"
 #include "topoplan/cost_model.hpp"
-#include "topoplan/job.hpp"
-#include "topoplan/model.hpp"
-#include "topoplan/topology.hpp"
+#include "topoplan/import/plan_source.hpp"
 
 namespace topoplan::cli {
 
@@ -21,20 +21,32 @@ struct InputOptions {
   std::int64_t seq_len = 4096;
   std::int64_t global_batch = 512;
   std::string dtype = "bf16";
+  CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
+  [[nodiscard]] bool given(const char* flag) const { return cmd && cmd->count(flag) > 0; }
 };
 
 /// ZeRO stage, recomputation and sequence parallelism: given for evaluate, searched by plan
 /// unless fixed.
 struct ChoiceOptions {
-  int zero = -1;           ///< -1: not given
-  std::string recompute;   ///< empty: not given
+  int zero = -1;          ///< -1: not given
+  std::string recompute;  ///< empty: not given
   bool sp_on = false;
   bool sp_off = false;
 };
 
+/// One plan, for evaluate, check and export: flags, or a file, or Megatron-LM arguments.
+struct PlanOptions {
+  int tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, micro_batch = 0;  ///< 0: not given
+  std::string order;
+  ChoiceOptions choice;
+  std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks
+  std::string ranks_file;     ///< --ranks: topoplan.ranks/v1, an explicit placement
+  std::string megatron_args;  ///< --megatron-args "..."
+};
+
 struct OutputOptions {
   std::string format = "table";
-  std::string path;  ///< empty: stdout
+  std::string path;  ///< empty or "-": stdout
 };
 
 /// Everything loaded and validated from InputOptions.
@@ -43,20 +55,37 @@ struct Inputs {
   Model model;
   JobSpec job;
   Calibration cal;
+  std::string cluster_arg;  ///< as named by the user (preset or path)
+  std::string model_arg;
+};
+
+/// A plan under test with its placement.
+struct Resolved {
+  Inputs in;
+  Plan plan;
+  Mapping mapping;
 };
 
 void add_input_options(CLI::App& cmd, InputOptions& o);
-void add_output_options(CLI::App& cmd, OutputOptions& o);
 /// `searched`: the help says the default is searched (plan) rather than a fixed value.
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched);
-[[nodiscard]] Inputs load_inputs(const InputOptions& o);
+void add_plan_options(CLI::App& cmd, PlanOptions& o);
+/// `formats` lists the accepted --format values; the first is the default.
+void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats);
+
+[[nodiscard]] Inputs load_inputs(const InputOptions& o, const ImportedPlan* from = nullptr);
+/// Loads inputs (defaults from the plan's source where flags leave them open) and builds the
+/// plan and its mapping. InputError for conflicting or invalid sources.
+[[nodiscard]] Resolved resolve_plan(const InputOptions& io, const PlanOptions& po);
 /// Writes to stdout, or to a file through a temporary file and a rename.
-void write_output(const OutputOptions& o, const std::string& text);
+void write_output(const std::string& path, const std::string& text);
 
 /// A subcommand: registers its flags on `cmd` and returns what runs it (exit code).
 using Runner = std::function<int()>;
 Runner register_plan(CLI::App& cmd);
 Runner register_evaluate(CLI::App& cmd);
+Runner register_check(CLI::App& cmd);
+Runner register_export(CLI::App& cmd);
 Runner register_presets(CLI::App& cmd);
 
 }  // namespace topoplan::cli

@@ -20,6 +20,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"plan", "search parallel configurations and mappings; print the best", topoplan::cli::register_plan},
     {"evaluate", "score one plan and explain where its time goes", topoplan::cli::register_evaluate},
+    {"check", "fail (exit 1) a configuration whose mapping is pathological", topoplan::cli::register_check},
+    {"export", "write the rank placement for launchers: JSON, Megatron-LM, DeviceMesh, torchrun, Slurm, DeepSpeed, Open MPI", topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
 };
 

@@ -1,0 +1,70 @@
+#pragma once
+/// `check`: rules that reject a pathological configuration before it burns a cluster. Each
+/// finding has a rule id, a severity and one line that names the groups and tiers.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topoplan/report.hpp"
+
+namespace topoplan {
+
+inline constexpr const char* kCheckSchema = "topoplan.check/v1";
+
+enum class Severity { error, warning };
+[[nodiscard]] const char* to_string(Severity s);
+
+struct Finding {
+  std::string rule;  ///< stable id, e.g. "tp-tier"
+  Severity severity = Severity::error;
+  std::string message;
+};
+
+/// The rules, in the order they are checked and reported.
+struct RuleInfo {
+  const char* id;
+  Severity severity;
+  const char* what;
+};
+inline constexpr RuleInfo kRules[] = {
+    {"invalid-degrees", Severity::error,
+     "degrees must divide the GPUs, heads, key/value heads, MLP size, layers and batch"},
+    {"tp-tier", Severity::error,
+     "TP groups span a slower tier than a mapping of the same degrees could keep them on"},
+    {"cp-tier", Severity::error, "CP groups likewise"},
+    {"ep-tier", Severity::error, "EP groups likewise"},
+    {"inverted-hierarchy", Severity::warning,
+     "PP or DP traffic sits on a faster tier than TP traffic"},
+    {"memory", Severity::error, "predicted memory exceeds the GPU"},
+    {"mapping-slowdown", Severity::error,
+     "step time is more than --max-slowdown x the best mapping of the same degrees"},
+    {"gap-to-best", Severity::error,
+     "step time is more than --max-gap x the best plan topoplan finds"},
+};
+
+struct CheckOptions {
+  double max_slowdown = 1.25;
+  double max_gap = 2.0;
+};
+
+struct CheckResult {
+  Plan plan;
+  std::optional<Evaluation> eval;  ///< unset when the degrees are invalid
+  std::vector<Finding> findings;
+  std::optional<Candidate> best_same_degrees;  ///< the best order for the same choices
+  std::optional<Candidate> best_overall;
+  [[nodiscard]] bool passed() const;           ///< no error-severity finding
+};
+
+/// Runs every rule on one plan placed by `mapping`.
+[[nodiscard]] CheckResult run_check(const RunContext& ctx, const Plan& plan,
+                                    const Mapping& mapping, const CheckOptions& opt);
+
+[[nodiscard]] std::string check_text(const RunContext& ctx, const CheckResult& r);
+[[nodiscard]] std::string check_json(const RunContext& ctx, const CheckResult& r);
+/// GitHub Actions workflow commands: one ::error / ::warning line per finding.
+[[nodiscard]] std::string check_github(const CheckResult& r);
+/// JUnit XML: one test case per rule, failed ones carry the finding.
+[[nodiscard]] std::string check_junit(const CheckResult& r);
+
+}  // namespace topoplan

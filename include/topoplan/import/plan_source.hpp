@@ -1,0 +1,26 @@
+#pragma once
+/// A plan read from somewhere other than flags: a topoplan plan JSON, a rank file, or Megatron-LM
+/// arguments. Fields a source does not carry stay unset.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topoplan/job.hpp"
+#include "topoplan/plan.hpp"
+
+namespace topoplan {
+
+struct ImportedPlan {
+  Plan plan;
+  bool dp_given = true;            ///< false: dp = GPUs / (tp x cp x pp), from the cluster
+  std::vector<int> node_of_rank;   ///< rank file only: explicit placement
+  std::vector<int> gpu_of_rank;
+  std::optional<std::string> cluster, model;  ///< as named when the plan was made
+  std::optional<int> nodes;
+  std::optional<std::int64_t> seq_len, global_batch;
+  std::optional<Dtype> dtype;
+  std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
+};
+
+}  // namespace topoplan

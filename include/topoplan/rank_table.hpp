@@ -1,0 +1,42 @@
+#pragma once
+/// Where every global rank runs: node, host, local rank and physical GPU, with its coordinates.
+/// The common source of every export format.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "topoplan/mapping.hpp"
+
+namespace topoplan {
+
+struct RankEntry {
+  int rank = 0;
+  int node = 0;        ///< server index in the cluster
+  int local_rank = 0;  ///< position among the node's ranks, in global-rank order
+  int gpu = 0;         ///< physical GPU index on the node
+  std::array<int, kDims> coord{};  ///< ep from the expert layout, the rest from the dense one
+};
+
+struct RankTable {
+  std::vector<RankEntry> ranks;
+  std::vector<std::string> hosts;  ///< one per server
+  int gpus_per_node = 0;
+  /// True when every node holds one block of consecutive ranks (launchers that number ranks
+  /// node_rank x nproc + local_rank can place it). node_rank_host lists the hosts in that order.
+  bool node_contiguous = false;
+  std::vector<std::string> node_rank_host;
+  /// True when some rank's local rank differs from its GPU index (CUDA_VISIBLE_DEVICES needed).
+  bool gpus_permuted = false;
+};
+
+/// `hosts` may be empty (names node000, node001, ...); otherwise one per server.
+[[nodiscard]] RankTable build_rank_table(const Cluster& c, const Mapping& m,
+                                         std::vector<std::string> hosts);
+/// One hostname per line; blank lines and '#' comments skipped. InputError on duplicates, on
+/// fewer names than servers, or on a name with white space.
+[[nodiscard]] std::vector<std::string> parse_hosts(const std::string& text,
+                                                   const std::string& source, int nodes);
+/// The same, reading the file at `path`.
+[[nodiscard]] std::vector<std::string> load_hosts_file(const std::string& path, int nodes);
+
+}  // namespace topoplan

@@ -1,0 +1,125 @@
+#include "topoplan/check.hpp"
+
+#include <fmt/format.h>
+
+namespace topoplan {
+namespace {
+
+std::string sample_group(const Mapping& m, Dim d) {
+  auto groups = m.groups(d);
+  const auto& g = groups.front();
+  std::string s;
+  for (std::size_t i = 0; i < g.size() && i < 4; ++i) s += fmt::format("{}{}", i ? "," : "", g[i]);
+  if (g.size() > 4) s += fmt::format(",...,{}", g.back());
+  return "ranks " + s;
+}
+
+std::string where(const Cluster& c, const GroupShape& g) {
+  if (g.span_tier <= 0) return fmt::format("{} (inside one server)", span_name(c, g));
+  return fmt::format("{} ({} GPU{} per server)", span_name(c, g), g.per_domain[0],
+                     g.per_domain[0] == 1 ? "" : "s");
+}
+
+std::string plan_words(const Plan& p) {
+  return fmt::format("tp {} pp {} dp {} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})",
+                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, short_order_string(p),
+                     p.zero, to_string(p.recompute), p.sequence_parallel ? "on" : "off");
+}
+
+}  // namespace
+
+const char* to_string(Severity s) { return s == Severity::error ? "error" : "warning"; }
+
+bool CheckResult::passed() const {
+  for (const auto& f : findings)
+    if (f.severity == Severity::error) return false;
+  return true;
+}
+
+CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
+                      const CheckOptions& opt) {
+  CheckResult r;
+  r.plan = plan;
+  const auto& c = ctx.cluster;
+  PlanError err = check_plan(c, ctx.model, ctx.job, plan);
+  if (err != PlanError::none) {
+    r.findings.push_back({"invalid-degrees", Severity::error,
+                          describe(err, c, ctx.model, ctx.job, plan)});
+    return r;
+  }
+  const Evaluation e = evaluate(c, ctx.model, ctx.job, plan, mapping, ctx.cal);
+  r.eval = e;
+
+  // Every order of the same degrees and choices, evaluated once.
+  std::vector<Candidate> alts;
+  for (const Order& o : distinct_orders(plan)) {
+    Candidate alt{plan, {}};
+    alt.plan.order = o;
+    alt.eval = evaluate(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
+    alts.push_back(alt);
+    if (!r.best_same_degrees || ranks_before(alt, *r.best_same_degrees)) r.best_same_degrees = alt;
+  }
+
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
+    const int i = static_cast<int>(d);
+    if (plan[d] <= 1) continue;
+    const Candidate* keep = nullptr;  // the best-ranked order with the innermost span for d
+    for (const auto& alt : alts)
+      if (!keep || alt.eval.shapes[i].span_tier < keep->eval.shapes[i].span_tier ||
+          (alt.eval.shapes[i].span_tier == keep->eval.shapes[i].span_tier &&
+           ranks_before(alt, *keep)))
+        keep = &alt;
+    if (!keep || e.shapes[i].span_tier <= keep->eval.shapes[i].span_tier) continue;
+    std::string msg = fmt::format(
+        "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
+        sample_group(mapping, d), where(c, e.shapes[i]), short_order_string(keep->plan),
+        where(c, keep->eval.shapes[i]));
+    const double mine = exposed_comm(e, d), best = exposed_comm(keep->eval, d);
+    if (mine > 0 && best > 0)
+      msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
+                         to_string(d), mine / best, mine, best);
+    r.findings.push_back({fmt::format("{}-tier", to_string(d)), Severity::error, msg});
+  }
+
+  const GroupShape& tp = e.shapes[static_cast<int>(Dim::tp)];
+  for (Dim d : {Dim::pp, Dim::dp}) {
+    const GroupShape& g = e.shapes[static_cast<int>(d)];
+    if (plan[Dim::tp] > 1 && plan[d] > 1 && tp.span_tier > g.span_tier)
+      r.findings.push_back(
+          {"inverted-hierarchy", Severity::warning,
+           fmt::format("tp traffic (4 collectives per layer per microbatch) crosses {} while {} "
+                       "traffic stays on {}: put tp innermost in the order",
+                       span_name(c, tp), to_string(d), span_name(c, g))});
+  }
+
+  if (!e.fits)
+    r.findings.push_back({"memory", Severity::error, infeasible_reason(ctx, e)});
+
+  if (r.best_same_degrees &&
+      e.step_time > opt.max_slowdown * r.best_same_degrees->eval.step_time)
+    r.findings.push_back(
+        {"mapping-slowdown", Severity::error,
+         fmt::format("step time {:.3f} s is {:.2f}x the {:.3f} s of order {} with the same "
+                     "degrees (limit {:.2f}x)",
+                     e.step_time, e.step_time / r.best_same_degrees->eval.step_time,
+                     r.best_same_degrees->eval.step_time,
+                     short_order_string(r.best_same_degrees->plan), opt.max_slowdown)});
+
+  SearchOptions all;
+  all.top_k = 1;
+  SearchResult best = search(c, ctx.model, ctx.job, ctx.cal, all);
+  if (!best.top.empty()) {
+    r.best_overall = best.top.front();
+    const double b = r.best_overall->eval.step_time;
+    if (e.step_time > opt.max_gap * b)
+      r.findings.push_back(
+          {"gap-to-best", Severity::error,
+           fmt::format("step time {:.3f} s is {:.2f}x the best plan topoplan finds, {}: {:.3f} s "
+                       "(limit {:.2f}x)",
+                       e.step_time, e.step_time / b, plan_words(r.best_overall->plan), b,
+                       opt.max_gap)});
+  }
+  return r;
+}
+
+}  // namespace topoplan

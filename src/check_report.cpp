@@ -1,0 +1,109 @@
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "topoplan/check.hpp"
+
+namespace topoplan {
+namespace {
+
+std::string github_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '%') out += "%25";
+    else if (ch == '\r') out += "%0D";
+    else if (ch == '\n') out += "%0A";
+    else out += ch;
+  }
+  return out;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string check_text(const RunContext& ctx, const CheckResult& r) {
+  std::string out = "topoplan check: " + context_line(ctx) + "\n";
+  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
+                     "sequence parallelism {}\n",
+                     r.plan[Dim::tp], r.plan[Dim::pp], r.plan[Dim::dp], r.plan.micro_batch,
+                     short_order_string(r.plan), r.plan.zero, to_string(r.plan.recompute),
+                     r.plan.sequence_parallel ? "on" : "off");
+  if (r.eval)
+    out += fmt::format("predicted step time {:.3f} s, MFU {:.1f}%, {:.1f} GiB per GPU\n",
+                       r.eval->step_time, 100 * r.eval->mfu,
+                       r.eval->memory.total() / (1024.0 * 1024 * 1024));
+  out += "\n";
+  for (const auto& f : r.findings)
+    out += fmt::format("{} [{}] {}\n", to_string(f.severity), f.rule, f.message);
+  int errors = 0, warnings = 0;
+  for (const auto& f : r.findings) (f.severity == Severity::error ? errors : warnings)++;
+  out += fmt::format("{}{} error{}, {} warning{}\n", r.findings.empty() ? "" : "\n",
+                     errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  out += r.passed() ? "PASS\n" : "FAIL\n";
+  return out;
+}
+
+std::string check_json(const RunContext& ctx, const CheckResult& r) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["schema"] = kCheckSchema;
+  j["passed"] = r.passed();
+  ordered_json findings = ordered_json::array();
+  for (const auto& f : r.findings)
+    findings.push_back({{"rule", f.rule}, {"severity", to_string(f.severity)}, {"message", f.message}});
+  j["findings"] = findings;
+  j["plan"] = r.eval ? ordered_json::parse(evaluation_json(ctx, r.plan, *r.eval)) : ordered_json(nullptr);
+  j["best_same_degrees_step_time_s"] =
+      r.best_same_degrees ? ordered_json(r.best_same_degrees->eval.step_time) : ordered_json(nullptr);
+  j["best_overall_step_time_s"] =
+      r.best_overall ? ordered_json(r.best_overall->eval.step_time) : ordered_json(nullptr);
+  return j.dump(2) + "\n";
+}
+
+std::string check_github(const CheckResult& r) {
+  std::string out;
+  for (const auto& f : r.findings)
+    out += fmt::format("::{} title=topoplan {}::{}\n", to_string(f.severity), f.rule,
+                       github_escape(f.message));
+  if (r.findings.empty()) out += "::notice title=topoplan check::all rules pass\n";
+  return out;
+}
+
+std::string check_junit(const CheckResult& r) {
+  int failures = 0;
+  std::string cases;
+  for (const auto& rule : kRules) {
+    cases += fmt::format("    <testcase classname=\"topoplan.check\" name=\"{}\">", rule.id);
+    std::string body;
+    for (const auto& f : r.findings) {
+      if (f.rule != rule.id) continue;
+      if (f.severity == Severity::error) {
+        ++failures;
+        body += fmt::format("\n      <failure type=\"{}\" message=\"{}\"/>", f.rule,
+                            xml_escape(f.message));
+      } else {
+        body += fmt::format("\n      <system-out>warning: {}</system-out>", xml_escape(f.message));
+      }
+    }
+    cases += body.empty() ? "</testcase>\n" : body + "\n    </testcase>\n";
+  }
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"topoplan "
+      "check\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n{}  </testsuite>\n</testsuites>\n",
+      std::size(kRules), failures, cases);
+}
+
+}  // namespace topoplan

@@ -1,0 +1,51 @@
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "topoplan/check.hpp"
+#include "topoplan/error.hpp"
+
+namespace topoplan::cli {
+namespace {
+
+struct CheckArgs {
+  InputOptions in;
+  PlanOptions plan;
+  OutputOptions out;
+  CheckOptions rules;
+};
+
+int run_check_cmd(const CheckArgs& a) {
+  if (!(a.rules.max_slowdown >= 1.0))
+    throw_input("--max-slowdown", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_slowdown));
+  if (!(a.rules.max_gap >= 1.0))
+    throw_input("--max-gap", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_gap));
+  Resolved r = resolve_plan(a.in, a.plan);
+  RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+  CheckResult res = run_check(ctx, r.plan, r.mapping, a.rules);
+  const std::string& f = a.out.format;
+  write_output(a.out.path, f == "json"     ? check_json(ctx, res)
+                           : f == "github" ? check_github(res)
+                           : f == "junit"  ? check_junit(res)
+                                           : check_text(ctx, res));
+  return res.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+Runner register_check(CLI::App& cmd) {
+  auto a = std::make_shared<CheckArgs>();
+  add_input_options(cmd, a->in);
+  add_plan_options(cmd, a->plan);
+  cmd.add_option("--max-slowdown", a->rules.max_slowdown,
+                 "fail when the step time exceeds this x the best mapping of the same degrees")
+      ->capture_default_str();
+  cmd.add_option("--max-gap", a->rules.max_gap,
+                 "fail when the step time exceeds this x the best plan overall")
+      ->capture_default_str();
+  add_output_options(cmd, a->out, {"text", "json", "github", "junit"});
+  return [a] { return run_check_cmd(*a); };
+}
+
+}  // namespace topoplan::cli

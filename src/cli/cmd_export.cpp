@@ -1,0 +1,86 @@
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/export.hpp"
+
+namespace topoplan::cli {
+namespace {
+
+struct ExportArgs {
+  InputOptions in;
+  PlanOptions plan;
+  OutputOptions out;
+  std::string hosts_file;
+  std::string out_dir;
+  ExportOptions opt;
+};
+
+int run_export(const ExportArgs& a) {
+  Resolved r = resolve_plan(a.in, a.plan);
+  PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
+  if (err != PlanError::none && err != PlanError::unsupported_dim)
+    throw InputError(describe(err, r.in.cluster, r.in.model, r.in.job, r.plan));
+  if (r.plan[Dim::ep] > 1 && (r.plan[Dim::cp] * r.plan[Dim::dp]) % r.plan[Dim::ep] != 0)
+    throw_input("--ep", "", fmt::format("{} does not divide cp x dp = {}", r.plan[Dim::ep],
+                                        r.plan[Dim::cp] * r.plan[Dim::dp]));
+  if (r.plan[Dim::ep] > 1 && expert_pp_mismatch(r.plan))
+    throw_input("--ep", "",
+                fmt::format("with order {} expert layers (ep {}) would get other pipeline groups "
+                            "than dense layers (cp {}); Megatron-LM requires them equal",
+                            order_string(r.plan.order), r.plan[Dim::ep], r.plan[Dim::cp]));
+  std::vector<std::string> hosts;
+  if (!a.hosts_file.empty()) hosts = load_hosts_file(a.hosts_file, r.in.cluster.spec().nodes);
+  RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));
+  RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+  ExportOptions opt = a.opt;
+  opt.cluster_arg = r.in.cluster_arg;
+  opt.model_arg = r.in.model_arg;
+  if (opt.cpus_per_gpu < 1)
+    throw_input("--cpus-per-gpu", "", fmt::format("expected a positive integer, got {}", opt.cpus_per_gpu));
+  ExportContext x{ctx, r.plan, r.mapping, table, opt};
+  if (a.out_dir.empty()) {
+    write_output(a.out.path, render_export(parse_export_format(a.out.format, "--format"), x));
+    return 0;
+  }
+  // Render everything first, so a format that cannot express the placement fails before any
+  // file is written; then write each file atomically.
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> skipped;
+  for (ExportFormat f : kAllExportFormats) {
+    try {
+      files.emplace_back(export_file_name(f), render_export(f, x));
+    } catch (const InputError& e) {
+      skipped.push_back(fmt::format("{}: {}", export_file_name(f), e.what()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec) throw_input(a.out_dir, "", "cannot create directory: " + ec.message());
+  for (const auto& [name, text] : files)
+    write_output((std::filesystem::path(a.out_dir) / name).string(), text);
+  for (const auto& s : skipped) fmt::print(stderr, "topoplan: not written: {}\n", s);
+  return 0;
+}
+
+}  // namespace
+
+Runner register_export(CLI::App& cmd) {
+  auto a = std::make_shared<ExportArgs>();
+  add_input_options(cmd, a->in);
+  add_plan_options(cmd, a->plan);
+  cmd.add_option("--hosts", a->hosts_file, "one hostname per server (default node000, node001, ...)");
+  cmd.add_option("--out-dir", a->out_dir, "write every format into this directory");
+  cmd.add_option("--script", a->opt.script, "training script for torchrun.sh")->capture_default_str();
+  cmd.add_option("--port", a->opt.port, "rendezvous port")->capture_default_str();
+  cmd.add_option("--cpus-per-gpu", a->opt.cpus_per_gpu, "cores bound per rank in the rankfile")
+      ->capture_default_str();
+  add_output_options(cmd, a->out,
+                     {"json", "megatron", "devicemesh", "torchrun", "slurm", "deepspeed", "openmpi"});
+  return [a] { return run_export(*a); };
+}
+
+}  // namespace topoplan::cli

@@ -1,0 +1,116 @@
+// Resolves the plan under test from flags, a plan or rank file, or Megatron-LM arguments.
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/fingerprint.hpp"
+#include "topoplan/import/megatron_args.hpp"
+#include "topoplan/import/plan_json.hpp"
+
+namespace topoplan::cli {
+namespace {
+
+bool any_plan_flag(const PlanOptions& po) {
+  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || !po.order.empty() ||
+         po.choice.zero >= 0 || !po.choice.recompute.empty() || po.choice.sp_on ||
+         po.choice.sp_off;
+}
+
+void check_fingerprint(const std::string& file, const char* what,
+                       const std::optional<std::string>& recorded, const std::string& now) {
+  if (recorded && *recorded != now)
+    throw_input(file, fmt::format("fingerprints.{}", what),
+                fmt::format("the placement was exported for a different {} ({}; these inputs give "
+                            "{}): pass the same --cluster/--nodes/--model/--seq-len/--global-batch",
+                            what, *recorded, now));
+}
+
+}  // namespace
+
+Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
+  const int sources = !po.plan_file.empty() + !po.ranks_file.empty() + !po.megatron_args.empty();
+  if (sources > 1)
+    throw_input("--plan/--ranks/--megatron-args", "", "give at most one of them");
+  std::optional<ImportedPlan> imp;
+  std::string source;
+  if (!po.plan_file.empty()) {
+    source = po.plan_file;
+    imp = load_plan_file(source);
+  } else if (!po.ranks_file.empty()) {
+    source = po.ranks_file;
+    imp = load_ranks_file(source);
+  } else if (!po.megatron_args.empty()) {
+    source = "--megatron-args";
+    imp = parse_megatron_args(po.megatron_args, source);
+  }
+  if (imp && any_plan_flag(po))
+    throw_input(source, "", "the plan comes from here: drop --tp/--pp/--dp/--cp/--ep/"
+                            "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
+
+  Inputs in = load_inputs(io, imp ? &*imp : nullptr);
+  const std::int64_t gpus = in.cluster.gpu_count();
+  Plan p;
+  bool dp_given = true;
+  if (imp) {
+    p = imp->plan;
+    dp_given = imp->dp_given;
+  } else {
+    for (auto [flag, v] : {std::pair{"--tp", po.tp}, std::pair{"--pp", po.pp},
+                           std::pair{"--dp", po.dp}, std::pair{"--cp", po.cp},
+                           std::pair{"--ep", po.ep}, std::pair{"--micro-batch", po.micro_batch}})
+      if (v < 0) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
+    p[Dim::tp] = po.tp ? po.tp : 1;
+    p[Dim::pp] = po.pp ? po.pp : 1;
+    p[Dim::cp] = po.cp ? po.cp : 1;
+    p[Dim::ep] = po.ep ? po.ep : 1;
+    p[Dim::dp] = po.dp;
+    dp_given = po.dp > 0;
+    p.micro_batch = po.micro_batch ? po.micro_batch : 1;
+    if (!po.order.empty()) p.order = parse_order(po.order, "--order");
+    if (po.choice.zero >= 0) p.zero = po.choice.zero;
+    if (po.choice.zero < -1) p.zero = po.choice.zero;  // reported by check_plan
+    if (!po.choice.recompute.empty())
+      p.recompute = parse_recompute(po.choice.recompute, "--recompute");
+    p.sequence_parallel = po.choice.sp_on;
+  }
+  if (!dp_given) {
+    const std::int64_t rest = static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::pp];
+    if (gpus % rest != 0)
+      throw_input(imp ? source : "--tp/--cp/--pp", "",
+                  fmt::format("tp {} x cp {} x pp {} does not divide the cluster's {} GPUs",
+                              p[Dim::tp], p[Dim::cp], p[Dim::pp], gpus));
+    p[Dim::dp] = static_cast<int>(gpus / rest);
+  }
+
+  Mapping mapping = Mapping::from_order(p);
+  if (imp && !imp->node_of_rank.empty()) {
+    check_fingerprint(source, "cluster", imp->cluster_fingerprint, fingerprint(in.cluster));
+    check_fingerprint(source, "model", imp->model_fingerprint, fingerprint(in.model));
+    check_fingerprint(source, "job", imp->job_fingerprint, fingerprint(in.job));
+    if (p.world() != gpus)
+      throw_input(source, "world_size",
+                  fmt::format("{} ranks, but the cluster has {} GPUs", p.world(), gpus));
+    const int g = in.cluster.gpus_per_server();
+    std::vector<int> devices(imp->node_of_rank.size());
+    std::vector<int> owner(static_cast<std::size_t>(gpus), -1);
+    for (std::size_t r = 0; r < devices.size(); ++r) {
+      const int node = imp->node_of_rank[r], gpu = imp->gpu_of_rank[r];
+      if (node >= in.cluster.spec().nodes)
+        throw_input(source, fmt::format("ranks[rank {}].node", r),
+                    fmt::format("expected a node below {}, got {}", in.cluster.spec().nodes, node));
+      if (gpu >= g)
+        throw_input(source, fmt::format("ranks[rank {}].gpu", r),
+                    fmt::format("expected a GPU index below {}, got {}", g, gpu));
+      const int dev = node * g + gpu;
+      if (owner[dev] >= 0)
+        throw_input(source, fmt::format("ranks[rank {}]", r),
+                    fmt::format("node {} gpu {} is already rank {}", node, gpu, owner[dev]));
+      owner[dev] = static_cast<int>(r);
+      devices[r] = dev;
+    }
+    mapping = Mapping::with_devices(p, std::move(devices));
+  }
+  return Resolved{std::move(in), p, std::move(mapping)};
+}
+
+}  // namespace topoplan::cli

@@ -1,0 +1,56 @@
+#include <fmt/format.h>
+
+#include "topoplan/error.hpp"
+#include "topoplan/export.hpp"
+
+namespace topoplan {
+
+const char* to_string(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::json: return "json";
+    case ExportFormat::megatron: return "megatron";
+    case ExportFormat::devicemesh: return "devicemesh";
+    case ExportFormat::torchrun: return "torchrun";
+    case ExportFormat::slurm: return "slurm";
+    case ExportFormat::deepspeed: return "deepspeed";
+    case ExportFormat::openmpi: return "openmpi";
+  }
+  return "?";
+}
+
+ExportFormat parse_export_format(const std::string& s, const std::string& what) {
+  for (ExportFormat f : kAllExportFormats)
+    if (s == to_string(f)) return f;
+  throw_input(what, "",
+              fmt::format("expected json, megatron, devicemesh, torchrun, slurm, deepspeed or "
+                          "openmpi, got '{}'",
+                          s));
+}
+
+const char* export_file_name(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::json: return "ranks.json";
+    case ExportFormat::megatron: return "megatron-args.txt";
+    case ExportFormat::devicemesh: return "devicemesh.py";
+    case ExportFormat::torchrun: return "torchrun.sh";
+    case ExportFormat::slurm: return "slurm-hostfile";
+    case ExportFormat::deepspeed: return "deepspeed-hostfile";
+    case ExportFormat::openmpi: return "rankfile";
+  }
+  return "out";
+}
+
+std::string render_export(ExportFormat f, const ExportContext& x) {
+  switch (f) {
+    case ExportFormat::json: return export_ranks_json(x);
+    case ExportFormat::megatron: return export_megatron_args(x);
+    case ExportFormat::devicemesh: return export_devicemesh(x);
+    case ExportFormat::torchrun: return export_torchrun(x);
+    case ExportFormat::slurm: return export_slurm_hostfile(x);
+    case ExportFormat::deepspeed: return export_deepspeed_hostfile(x);
+    case ExportFormat::openmpi: return export_openmpi_rankfile(x);
+  }
+  return "";
+}
+
+}  // namespace topoplan

@@ -1,0 +1,82 @@
+#include <fmt/format.h>
+#include <vector>
+
+#include "topoplan/export.hpp"
+
+namespace topoplan {
+
+std::string megatron_order_flag(const Plan& p, bool& expressible) {
+  expressible = true;
+  if (same_layout(p, kDefaultOrder)) return "";
+  if (same_layout(p, kTpPpDpOrder)) return "--use-tp-pp-dp-mapping";
+  expressible = false;
+  return "";
+}
+
+std::string export_megatron_args(const ExportContext& x) {
+  const Plan& p = x.plan;
+  const JobSpec& j = x.run.job;
+  std::string out = fmt::format("# Megatron-LM arguments for {} (topoplan, order {})\n",
+                                short_order_string(p), order_string(p.order));
+  bool expressible = false;
+  const std::string order_flag = megatron_order_flag(p, expressible);
+  std::string args = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
+      "--context-parallel-size {} --expert-model-parallel-size {} --micro-batch-size {} "
+      "--global-batch-size {} --seq-length {} --{}",
+      p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
+      to_string(j.dtype));
+  if (p.sequence_parallel) args += " --sequence-parallel";
+  if (p.zero >= 1) args += " --use-distributed-optimizer";
+  if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
+  if (p.recompute == Recompute::full)
+    args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  if (!order_flag.empty()) args += " " + order_flag;
+  if (p.zero >= 2)
+    out += fmt::format("# ZeRO-{} has no Megatron-LM flag; --use-distributed-optimizer shards "
+                       "only the optimizer state (ZeRO-1)\n",
+                       p.zero);
+  if (!expressible)
+    out += fmt::format(
+        "# order {} is not expressible with Megatron-LM's flags (its default tp-cp-ep-dp-pp or "
+        "--use-tp-pp-dp-mapping); the explicit process groups are in ranks.json (groups)\n",
+        short_order_string(p));
+  if (!x.mapping.identity())
+    out += "# this placement permutes ranks across GPUs: launch with the rank table (ranks.json, "
+           "slurm-hostfile or torchrun.sh with CUDA_VISIBLE_DEVICES)\n";
+  return out + args + "\n";
+}
+
+std::string export_devicemesh(const ExportContext& x) {
+  const Plan& p = x.plan;
+  // DeviceMesh is row-major (last dim innermost): reverse the order string, drop size-1 dims.
+  std::vector<Dim> dims;
+  for (int i = kDims - 1; i >= 0; --i) {
+    const Dim d = p.order[i];
+    if (d != Dim::ep && p[d] > 1) dims.push_back(d);  // EP re-divides the mesh for MoE layers
+  }
+  if (dims.empty()) dims.push_back(Dim::dp);
+  std::string shape, names;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const char* sep = i ? ", " : "";
+    shape += fmt::format("{}{}", sep, p[dims[i]]);
+    names += fmt::format("{}\"{}\"", sep, to_string(dims[i]));
+  }
+  std::string out = fmt::format("# PyTorch DeviceMesh for {} (order {}, reversed: the last dim "
+                                "is innermost)\n",
+                                short_order_string(p), order_string(p.order));
+  if (!x.mapping.identity())
+    out += "# ranks are permuted across GPUs: launch with torchrun.sh (CUDA_VISIBLE_DEVICES) so "
+           "that rank r runs where ranks.json says\n";
+  if (p[Dim::ep] > 1)
+    out += fmt::format("# expert parallelism ({}) re-divides the mesh for MoE layers: see "
+                       "ranks.json groups.ep\n",
+                       p[Dim::ep]);
+  const bool single = dims.size() == 1;
+  out += "from torch.distributed.device_mesh import init_device_mesh\n\n";
+  out += fmt::format("mesh = init_device_mesh(\"cuda\", ({}{}), mesh_dim_names=({}{}))\n", shape,
+                     single ? "," : "", names, single ? "," : "");
+  return out;
+}
+
+}  // namespace topoplan

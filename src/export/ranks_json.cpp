@@ -1,0 +1,50 @@
+#include <nlohmann/json.hpp>
+
+#include "topoplan/export.hpp"
+#include "topoplan/fingerprint.hpp"
+
+namespace topoplan {
+
+std::string export_ranks_json(const ExportContext& x) {
+  using nlohmann::ordered_json;
+  const auto& run = x.run;
+  ordered_json j;
+  j["schema"] = kRanksSchema;
+  j["world_size"] = x.mapping.world();
+  ordered_json plan;
+  for (Dim d : kDefaultOrder) plan[to_string(d)] = x.plan[d];
+  plan["micro_batch"] = x.plan.micro_batch;
+  plan["order"] = order_string(x.plan.order);
+  plan["zero"] = x.plan.zero;
+  plan["recompute"] = to_string(x.plan.recompute);
+  plan["sequence_parallel"] = x.plan.sequence_parallel;
+  j["plan"] = plan;
+  j["inputs"] = {{"cluster", x.options.cluster_arg},
+                 {"nodes", run.cluster.spec().nodes},
+                 {"model", x.options.model_arg},
+                 {"seq_len", run.job.seq_len},
+                 {"global_batch", run.job.global_batch},
+                 {"dtype", to_string(run.job.dtype)}};
+  j["fingerprints"] = {{"cluster", fingerprint(run.cluster)},
+                       {"model", fingerprint(run.model)},
+                       {"job", fingerprint(run.job)}};
+  ordered_json ranks = ordered_json::array();
+  for (const auto& e : x.table.ranks) {
+    ordered_json r;
+    r["rank"] = e.rank;
+    r["node"] = e.node;
+    r["host"] = x.table.hosts[e.node];
+    r["local_rank"] = e.local_rank;
+    r["gpu"] = e.gpu;
+    for (Dim d : kDefaultOrder) r[to_string(d)] = e.coord[static_cast<int>(d)];
+    ranks.push_back(r);
+  }
+  j["ranks"] = ranks;
+  ordered_json groups;
+  for (Dim d : kDefaultOrder) groups[to_string(d)] = x.mapping.groups(d);
+  groups["expert_dp"] = x.mapping.expert_dp_groups();
+  j["groups"] = groups;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace topoplan

@@ -1,0 +1,43 @@
+#include "topoplan/fingerprint.hpp"
+
+#include <cstdint>
+#include <fmt/format.h>
+
+namespace topoplan {
+namespace {
+
+std::string fnv1a(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+}  // namespace
+
+std::string fingerprint(const Cluster& c) {
+  const auto& s = c.spec();
+  std::string t = fmt::format("gpu {:.17g} {:.17g} {:.17g};nodes {};nics {} {:.17g}", s.gpu.peak_flops,
+                              s.gpu.memory_bytes, s.gpu.hbm_bandwidth, s.nodes, s.nics_per_server,
+                              s.nic_bandwidth);
+  for (const auto& tier : s.tiers)
+    t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}", tier.fanout, tier.bandwidth, tier.latency,
+                     tier.oversubscription);
+  return fnv1a(t);
+}
+
+std::string fingerprint(const Model& m) {
+  const auto& s = m.spec;
+  return fnv1a(fmt::format("{} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.layers, s.heads,
+                           s.kv_heads, s.head_dim, s.ffn, s.vocab, s.positions, s.gated_mlp,
+                           s.tied_embeddings, s.biases, s.layernorm_bias));
+}
+
+std::string fingerprint(const JobSpec& j) {
+  return fnv1a(fmt::format("{} {} {} {}", j.seq_len, j.global_batch, to_string(j.dtype),
+                           j.flash_attention));
+}
+
+}  // namespace topoplan

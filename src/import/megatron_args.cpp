@@ -1,0 +1,85 @@
+#include "topoplan/import/megatron_args.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <sstream>
+#include <vector>
+
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+namespace {
+
+int positive(const std::string& flag, const std::string& value, const std::string& source) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc{} || p != value.data() + value.size() || v < 1)
+    throw_input(source, flag, fmt::format("expected a positive integer, got '{}'", value));
+  return v;
+}
+
+}  // namespace
+
+ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
+  std::vector<std::string> tok;
+  {
+    std::istringstream in(args);
+    std::string t;
+    while (in >> t) {
+      auto eq = t.find('=');
+      if (t.rfind("--", 0) == 0 && eq != std::string::npos) {
+        tok.push_back(t.substr(0, eq));
+        tok.push_back(t.substr(eq + 1));
+      } else {
+        tok.push_back(t);
+      }
+    }
+  }
+  ImportedPlan out;
+  out.dp_given = false;
+  out.plan.zero = 0;
+  bool saw_tp = false;
+  auto value = [&](std::size_t& i) -> const std::string& {
+    if (i + 1 >= tok.size() || tok[i + 1].rfind("--", 0) == 0)
+      throw_input(source, tok[i], "expected a value after it");
+    return tok[++i];
+  };
+  for (std::size_t i = 0; i < tok.size(); ++i) {
+    const std::string& f = tok[i];
+    if (f == "--tensor-model-parallel-size") {
+      out.plan[Dim::tp] = positive(f, value(i), source);
+      saw_tp = true;
+    } else if (f == "--pipeline-model-parallel-size") {
+      out.plan[Dim::pp] = positive(f, value(i), source);
+    } else if (f == "--context-parallel-size") {
+      out.plan[Dim::cp] = positive(f, value(i), source);
+    } else if (f == "--expert-model-parallel-size") {
+      out.plan[Dim::ep] = positive(f, value(i), source);
+    } else if (f == "--micro-batch-size") {
+      out.plan.micro_batch = positive(f, value(i), source);
+    } else if (f == "--global-batch-size") {
+      out.global_batch = positive(f, value(i), source);
+    } else if (f == "--seq-length") {
+      out.seq_len = positive(f, value(i), source);
+    } else if (f == "--sequence-parallel") {
+      out.plan.sequence_parallel = true;
+    } else if (f == "--use-distributed-optimizer") {
+      out.plan.zero = 1;
+    } else if (f == "--recompute-activations") {
+      out.plan.recompute = Recompute::selective;
+    } else if (f == "--recompute-granularity") {
+      out.plan.recompute = parse_recompute(value(i), source + ": " + f);
+    } else if (f == "--use-tp-pp-dp-mapping") {
+      out.plan.order = kTpPpDpOrder;
+    } else if (f == "--bf16") {
+      out.dtype = Dtype::bf16;
+    } else if (f == "--fp16") {
+      out.dtype = Dtype::fp16;
+    }
+  }
+  if (!saw_tp && tok.empty())
+    throw_input(source, "", "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
+  return out;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,103 @@
+#include "topoplan/import/plan_json.hpp"
+
+#include <fmt/format.h>
+#include <set>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+namespace {
+
+void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::pp})
+    out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
+  out.plan.micro_batch = static_cast<int>(c.int_at_least_or("micro_batch", 1, 1));
+  if (c.has("order")) out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
+  out.plan.zero = static_cast<int>(c.int_at_least_or("zero", 0, 1));
+  if (out.plan.zero > 3) c.fail("zero", "0, 1, 2 or 3");
+  if (c.has("recompute"))
+    out.plan.recompute = parse_recompute(c.string("recompute"), c.source() + ": " + c.path_of("recompute"));
+  out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
+}
+
+void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
+  if (c.has("seq_len")) out.seq_len = c.positive_int("seq_len");
+  if (c.has("global_batch")) out.global_batch = c.positive_int("global_batch");
+  if (c.has("dtype")) out.dtype = parse_dtype(c.string("dtype"), c.source() + ": " + c.path_of("dtype"));
+}
+
+}  // namespace
+
+ImportedPlan parse_plan_json(const std::string& text, const std::string& source) {
+  auto doc = detail::parse_json(text, source);
+  detail::JsonCursor top(doc, source);
+  const std::string schema = top.has("schema") ? top.string("schema") : "";
+  if (schema == "topoplan.ranks/v1") return parse_ranks_json(text, source);
+  ImportedPlan out;
+  detail::JsonCursor c = top;
+  if (schema == "topoplan.search/v1") {
+    auto plans = top.at("plans");
+    if (plans.array_size() == 0) plans.fail_here("expected at least one plan (nothing fitted)");
+    c = plans.at(std::size_t{0});
+  } else if (schema != "topoplan.plan/v1") {
+    top.fail("schema", "\"topoplan.plan/v1\", \"topoplan.search/v1\" or \"topoplan.ranks/v1\"");
+  }
+  read_plan_fields(c, out);
+  if (c.has("cluster")) out.cluster = c.string("cluster");
+  if (c.has("model")) out.model = c.string("model");
+  if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
+  if (c.has("job")) read_job(c.at("job"), out);
+  return out;
+}
+
+ImportedPlan parse_ranks_json(const std::string& text, const std::string& source) {
+  auto doc = detail::parse_json(text, source);
+  detail::JsonCursor top(doc, source);
+  if (top.string("schema") != "topoplan.ranks/v1") top.fail("schema", "\"topoplan.ranks/v1\"");
+  ImportedPlan out;
+  read_plan_fields(top.at("plan"), out);
+  const std::int64_t world = top.positive_int("world_size");
+  if (world != out.plan.world())
+    top.fail("world_size", fmt::format("tp x cp x dp x pp = {}", out.plan.world()));
+  if (top.has("inputs")) {
+    auto in = top.at("inputs");
+    if (in.has("cluster")) out.cluster = in.string("cluster");
+    if (in.has("model")) out.model = in.string("model");
+    if (in.has("nodes")) out.nodes = static_cast<int>(in.positive_int("nodes"));
+    read_job(in, out);
+  }
+  if (top.has("fingerprints")) {
+    auto f = top.at("fingerprints");
+    out.cluster_fingerprint = f.opt_string("cluster");
+    out.model_fingerprint = f.opt_string("model");
+    out.job_fingerprint = f.opt_string("job");
+  }
+  auto ranks = top.at("ranks");
+  if (static_cast<std::int64_t>(ranks.array_size()) != world)
+    ranks.fail_here(fmt::format("expected {} entries (world_size), got {}", world, ranks.array_size()));
+  out.node_of_rank.assign(static_cast<std::size_t>(world), -1);
+  out.gpu_of_rank.assign(static_cast<std::size_t>(world), -1);
+  for (std::size_t i = 0; i < ranks.array_size(); ++i) {
+    auto e = ranks.at(i);
+    const std::int64_t r = e.int_at_least_or("rank", 0, -1);
+    if (r < 0) e.fail("rank", "an integer >= 0");
+    if (r >= world) e.fail("rank", fmt::format("a rank below world_size {}", world));
+    if (out.node_of_rank[r] >= 0) e.fail("rank", "each rank once");
+    if (!e.has("node")) e.fail("node", "an integer >= 0");
+    if (!e.has("gpu")) e.fail("gpu", "an integer >= 0");
+    out.node_of_rank[r] = static_cast<int>(e.int_at_least_or("node", 0, 0));
+    out.gpu_of_rank[r] = static_cast<int>(e.int_at_least_or("gpu", 0, 0));
+  }
+  return out;
+}
+
+ImportedPlan load_plan_file(const std::string& path) {
+  return parse_plan_json(detail::read_text_file(path), path);
+}
+
+ImportedPlan load_ranks_file(const std::string& path) {
+  return parse_ranks_json(detail::read_text_file(path), path);
+}
+
+}  // namespace topoplan

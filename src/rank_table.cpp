@@ -1,0 +1,79 @@
+#include "topoplan/rank_table.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+#include <sstream>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+
+RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::string> hosts) {
+  RankTable t;
+  t.gpus_per_node = c.gpus_per_server();
+  const int nodes = static_cast<int>((m.world() + t.gpus_per_node - 1) / t.gpus_per_node);
+  if (hosts.empty())
+    for (int n = 0; n < c.spec().nodes; ++n) hosts.push_back(fmt::format("node{:03d}", n));
+  t.hosts = std::move(hosts);
+  std::vector<int> next_local(static_cast<std::size_t>(c.spec().nodes), 0);
+  t.ranks.resize(static_cast<std::size_t>(m.world()));
+  for (std::int64_t r = 0; r < m.world(); ++r) {
+    RankEntry& e = t.ranks[r];
+    e.rank = static_cast<int>(r);
+    const int dev = m.device(r);
+    e.node = dev / t.gpus_per_node;
+    e.gpu = dev % t.gpus_per_node;
+    e.local_rank = next_local[e.node]++;
+    for (int d = 0; d < kDims; ++d) e.coord[d] = m.coord(r, static_cast<Dim>(d));
+    t.gpus_permuted = t.gpus_permuted || e.local_rank != e.gpu;
+  }
+  // Node-contiguous: ranks k*g .. k*g+g-1 all on one node, for every block k.
+  t.node_contiguous = m.world() % t.gpus_per_node == 0;
+  for (int k = 0; t.node_contiguous && k < nodes; ++k) {
+    const int node = t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node].node;
+    for (int i = 0; i < t.gpus_per_node; ++i)
+      if (t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node + i].node != node)
+        t.node_contiguous = false;
+    if (t.node_contiguous) t.node_rank_host.push_back(t.hosts[node]);
+  }
+  if (!t.node_contiguous) t.node_rank_host.clear();
+  return t;
+}
+
+std::vector<std::string> parse_hosts(const std::string& text, const std::string& source,
+                                     int nodes) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    auto e = line.find_last_not_of(" \t\r");
+    std::string host = line.substr(b, e - b + 1);
+    if (host.find_first_of(" \t") != std::string::npos)
+      throw_input(source, fmt::format("line {}", lineno),
+                  fmt::format("expected one hostname, got '{}'", host));
+    if (!seen.insert(host).second)
+      throw_input(source, fmt::format("line {}", lineno),
+                  fmt::format("host '{}' appears twice", host));
+    out.push_back(host);
+  }
+  if (static_cast<int>(out.size()) < nodes)
+    throw_input(source, "",
+                fmt::format("expected {} hostnames (one per server), got {}", nodes, out.size()));
+  out.resize(static_cast<std::size_t>(nodes));
+  return out;
+}
+
+std::vector<std::string> load_hosts_file(const std::string& path, int nodes) {
+  return parse_hosts(detail::read_text_file(path), path, nodes);
+}
+
+}  // namespace topoplan

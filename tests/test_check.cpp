@@ -1,0 +1,95 @@
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/check.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+Plan central(const char* order) {
+  Plan p;
+  p[Dim::tp] = 8;
+  p[Dim::pp] = 4;
+  p[Dim::dp] = 4;
+  p.order = parse_order(order, "--order");
+  return p;
+}
+
+const Finding* find(const CheckResult& r, const std::string& rule) {
+  for (const auto& f : r.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("check fails TP taken from eight servers and says where and how much slower") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  Plan bad = central("dp-pp-tp");
+  CheckResult r = run_check(ctx, bad, Mapping::from_order(bad), CheckOptions{});
+  CHECK_FALSE(r.passed());
+  const Finding* tier = find(r, "tp-tier");
+  REQUIRE(tier);
+  CHECK(tier->severity == Severity::error);
+  CHECK_THAT(tier->message, Catch::Contains("span leaf (1 GPU per server)"));
+  CHECK_THAT(tier->message, Catch::Contains("order tp-dp-pp keeps them on nvlink"));
+  CHECK_THAT(tier->message, Catch::Matches(".*tp communication [0-9.]+x slower.*"));
+  REQUIRE(find(r, "mapping-slowdown"));
+  REQUIRE(find(r, "inverted-hierarchy"));
+  CHECK(find(r, "inverted-hierarchy")->severity == Severity::warning);
+
+  Plan good = central("tp-dp-pp");
+  CheckResult ok = run_check(ctx, good, Mapping::from_order(good), CheckOptions{});
+  CHECK(ok.passed());
+  CHECK(ok.findings.empty());
+}
+
+TEST_CASE("check reports memory and invalid degrees as errors") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  Plan p;
+  p[Dim::tp] = 8;
+  CheckResult r = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
+  REQUIRE(find(r, "memory"));
+  CHECK_THAT(find(r, "memory")->message, Catch::StartsWith("needs "));
+  p[Dim::tp] = 2;
+  p[Dim::pp] = 4;  // 126 layers
+  p.order = kDefaultOrder;
+  CheckResult inv = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
+  REQUIRE(find(inv, "invalid-degrees"));
+  CHECK(find(inv, "invalid-degrees")->message == "--pp: 4 does not divide llama3.1-405b's 126 layers");
+  CHECK_FALSE(inv.eval);
+}
+
+TEST_CASE("check output for CI systems: GitHub annotations and JUnit XML") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  Plan bad = central("dp-pp-tp");
+  CheckResult r = run_check(ctx, bad, Mapping::from_order(bad), CheckOptions{});
+  std::istringstream gh(check_github(r));
+  std::regex cmd(R"(^::(error|warning) title=topoplan [a-z-]+::[^\r\n]+$)");
+  int lines = 0;
+  for (std::string line; std::getline(gh, line); ++lines) CHECK(std::regex_match(line, cmd));
+  CHECK(lines == static_cast<int>(r.findings.size()));
+  std::string xml = check_junit(r);
+  CHECK_THAT(xml, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>"));
+  CHECK_THAT(xml, Catch::Contains("tests=\"8\" failures=\"3\""));
+  CHECK_THAT(xml, Catch::Contains("<testcase classname=\"topoplan.check\" name=\"tp-tier\">\n      <failure"));
+  auto doc = nlohmann::json::parse(check_json(ctx, r));
+  CHECK(doc["schema"] == "topoplan.check/v1");
+  CHECK(doc["passed"] == false);
+  CHECK(doc["plan"]["schema"] == "topoplan.plan/v1");
+}

@@ -1,0 +1,248 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/export.hpp"
+#include "topoplan/import/megatron_args.hpp"
+#include "topoplan/import/plan_json.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+using Groups = std::vector<std::vector<int>>;
+
+/// Megatron-LM's RankGenerator, written out independently from reference/formats.md: the order
+/// string's leftmost token has stride 1; a dimension's groups vary its coordinate with the others
+/// fixed. `sizes` and `order` name the tokens; returns the groups of `dim` sorted by first rank.
+Groups megatron_groups(const std::vector<std::pair<std::string, int>>& order, const std::string& dim) {
+  int world = 1;
+  for (auto& [n, s] : order) world *= s;
+  Groups out;
+  std::vector<int> coord(order.size());
+  std::map<std::vector<int>, std::vector<int>> by_rest;
+  for (int r = 0; r < world; ++r) {
+    int rem = r;
+    std::vector<int> rest;
+    for (auto& [n, s] : order) {
+      if (n != dim) rest.push_back(rem % s);
+      rem /= s;
+    }
+    by_rest[rest].push_back(r);
+  }
+  for (auto& [k, g] : by_rest) out.push_back(g);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Plan make(int tp, int cp, int ep, int dp, int pp, Order order = kDefaultOrder) {
+  Plan p;
+  p[Dim::tp] = tp;
+  p[Dim::cp] = cp;
+  p[Dim::ep] = ep;
+  p[Dim::dp] = dp;
+  p[Dim::pp] = pp;
+  p.order = order;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both orders") {
+  struct Case { int tp, cp, ep, dp, pp; };
+  for (Case k : {Case{2, 1, 1, 4, 2}, Case{2, 2, 1, 2, 2}, Case{4, 2, 2, 4, 2}, Case{2, 1, 4, 8, 2},
+                 Case{8, 2, 4, 2, 4}, Case{1, 4, 2, 2, 1}}) {
+    for (bool tp_pp_dp : {false, true}) {
+      Plan p = make(k.tp, k.cp, k.ep, k.dp, k.pp, tp_pp_dp ? kTpPpDpOrder : kDefaultOrder);
+      Mapping m = Mapping::from_order(p);
+      INFO("tp " << k.tp << " cp " << k.cp << " ep " << k.ep << " dp " << k.dp << " pp " << k.pp
+                 << (tp_pp_dp ? " --use-tp-pp-dp-mapping" : " default"));
+      // Dense generator: tp-cp-dp-pp or tp-cp-pp-dp (ep = 1).
+      std::vector<std::pair<std::string, int>> dense =
+          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"cp", k.cp}, {"pp", k.pp}, {"dp", k.dp}}
+                   : std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"cp", k.cp}, {"dp", k.dp}, {"pp", k.pp}};
+      for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::pp}) {
+        Groups g = m.groups(d);
+        std::sort(g.begin(), g.end());
+        CHECK(g == megatron_groups(dense, to_string(d)));
+      }
+      // Expert generator: tp = expert TP (= tp), ep, dp = world / (tp ep pp), cp = 1.
+      const int edp = k.cp * k.dp / k.ep;
+      std::vector<std::pair<std::string, int>> expert =
+          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"ep", k.ep}, {"pp", k.pp}, {"dp", edp}}
+                   : std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"ep", k.ep}, {"dp", edp}, {"pp", k.pp}};
+      Groups ep = m.groups(Dim::ep);
+      std::sort(ep.begin(), ep.end());
+      CHECK(ep == megatron_groups(expert, "ep"));
+      Groups edp_groups = m.expert_dp_groups();
+      std::sort(edp_groups.begin(), edp_groups.end());
+      CHECK(edp_groups == megatron_groups(expert, "dp"));
+      // Megatron requires both generators to give the same PP groups: always so with pp last
+      // (the default order); with --use-tp-pp-dp-mapping only when cp = ep.
+      Groups pp_expert = megatron_groups(expert, "pp");
+      Groups pp_dense = m.groups(Dim::pp);
+      std::sort(pp_dense.begin(), pp_dense.end());
+      CHECK((pp_expert == pp_dense) == (!tp_pp_dp || k.cp == k.ep || k.pp == 1));
+      CHECK(expert_pp_mismatch(p) == (pp_expert != pp_dense));
+    }
+  }
+}
+
+TEST_CASE("the rank table and the launcher formats follow their documented syntax") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  Plan p = make(8, 1, 1, 2, 2);
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  opt.cluster_arg = "dgx-h100";
+  opt.model_arg = "llama3-8b";
+  ExportContext x{run, p, map, t, opt};
+  REQUIRE(t.ranks.size() == 32);
+  CHECK(t.node_contiguous);
+  CHECK_FALSE(t.gpus_permuted);
+  CHECK(t.ranks[13].node == 1);
+  CHECK(t.ranks[13].local_rank == 5);
+  CHECK(t.ranks[13].gpu == 5);
+
+  // DeepSpeed hostfile: `hostname slots=N` lines, '#' comments, no duplicate hosts.
+  std::istringstream ds(export_deepspeed_hostfile(x));
+  std::regex ds_line(R"(^(\S+)\s+slots=(\d+)$)");
+  std::set<std::string> seen;
+  int hosts = 0;
+  for (std::string line; std::getline(ds, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::smatch mm;
+    REQUIRE(std::regex_match(line, mm, ds_line));
+    CHECK(mm[2] == "8");
+    CHECK(seen.insert(mm[1]).second);
+    ++hosts;
+  }
+  CHECK(hosts == 4);
+
+  // Open MPI rankfile: `rank N=host slot=<cpus>`, one per rank, in rank order.
+  std::istringstream rf(export_openmpi_rankfile(x));
+  std::regex rf_line(R"(^rank (\d+)=(\S+) slot=(\d+)(-\d+)?$)");
+  int n = 0;
+  for (std::string line; std::getline(rf, line); ++n) {
+    std::smatch mm;
+    REQUIRE(std::regex_match(line, mm, rf_line));
+    CHECK(std::stoi(mm[1]) == n);
+    CHECK(mm[2] == fmt::format("node{:03d}", n / 8));
+  }
+  CHECK(n == 32);
+
+  // SLURM_HOSTFILE: one host per task, in rank order.
+  std::istringstream sl(export_slurm_hostfile(x));
+  n = 0;
+  for (std::string line; std::getline(sl, line); ++n) CHECK(line == fmt::format("node{:03d}", n / 8));
+  CHECK(n == 32);
+
+  // torchrun: one static-rendezvous command per node.
+  std::string tr = export_torchrun(x);
+  CHECK_THAT(tr, Catch::Contains("--nnodes=4 --nproc-per-node=8 --node-rank=3 --rdzv-backend=static "
+                                 "--rdzv-endpoint=node000:29500 train.py"));
+  CHECK_THAT(tr, !Catch::Contains("CUDA_VISIBLE_DEVICES"));
+
+  // DeviceMesh: the reversed order string.
+  CHECK_THAT(export_devicemesh(x),
+             Catch::Contains("init_device_mesh(\"cuda\", (2, 2, 8), mesh_dim_names=(\"pp\", \"dp\", \"tp\"))"));
+}
+
+TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called out") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  for (Order o : {kDefaultOrder, kTpPpDpOrder}) {
+    Plan p = make(4, 1, 1, 4, 2, o);
+    p.micro_batch = 2;
+    p.sequence_parallel = true;
+    p.recompute = Recompute::selective;
+    Mapping map = Mapping::from_order(p);
+    RankTable t = build_rank_table(c, map, {});
+    std::string text = export_megatron_args(ExportContext{run, p, map, t, opt});
+    CHECK_THAT(text, !Catch::Contains("not expressible"));
+    ImportedPlan back = parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+    CHECK(back.plan[Dim::tp] == 4);
+    CHECK(back.plan[Dim::pp] == 2);
+    CHECK(back.plan.micro_batch == 2);
+    CHECK(back.plan.zero == 1);
+    CHECK(back.plan.sequence_parallel);
+    CHECK(back.plan.recompute == Recompute::selective);
+    CHECK(same_layout(p, back.plan.order));
+    CHECK(*back.global_batch == 512);
+  }
+  Plan odd = make(4, 1, 1, 4, 2, parse_order("dp-tp-pp", "--order"));
+  Mapping map = Mapping::from_order(odd);
+  RankTable t = build_rank_table(c, map, {});
+  CHECK_THAT(export_megatron_args(ExportContext{run, odd, map, t, opt}),
+             Catch::Contains("order dp-tp-pp is not expressible with Megatron-LM's flags"));
+}
+
+TEST_CASE("a permuted placement needs CUDA_VISIBLE_DEVICES, and a scattered one is refused by torchrun") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  Plan p = make(8, 1, 1, 2, 1);
+  // Reverse the GPUs inside each node: rank r on GPU 7 - r % 8.
+  std::vector<int> dev(16);
+  for (int r = 0; r < 16; ++r) dev[r] = (r / 8) * 8 + 7 - r % 8;
+  Mapping rev = Mapping::with_devices(p, dev);
+  RankTable t = build_rank_table(c, rev, {"a", "b"});
+  CHECK(t.gpus_permuted);
+  CHECK_THAT(export_torchrun(ExportContext{run, p, rev, t, opt}),
+             Catch::Contains("CUDA_VISIBLE_DEVICES=7,6,5,4,3,2,1,0"));
+  // Interleave ranks across the two nodes: not expressible by torchrun or DeepSpeed.
+  for (int r = 0; r < 16; ++r) dev[r] = (r % 2) * 8 + r / 2;
+  Mapping inter = Mapping::with_devices(p, dev);
+  RankTable t2 = build_rank_table(c, inter, {});
+  CHECK_FALSE(t2.node_contiguous);
+  CHECK_THROWS_WITH(export_torchrun(ExportContext{run, p, inter, t2, opt}),
+                    Catch::Contains("which torchrun cannot express"));
+  CHECK(export_slurm_hostfile(ExportContext{run, p, inter, t2, opt}).substr(0, 16) ==
+        "node000\nnode001\n");
+}
+
+TEST_CASE("the rank file carries the plan, the placement and the input fingerprints") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  opt.cluster_arg = "dgx-h100";
+  opt.model_arg = "llama3-8b";
+  Plan p = make(4, 1, 1, 2, 2);
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  std::string text = export_ranks_json(ExportContext{run, p, map, t, opt});
+  auto doc = nlohmann::json::parse(text);
+  CHECK(doc["schema"] == "topoplan.ranks/v1");
+  CHECK(doc["world_size"] == 16);
+  CHECK(doc["ranks"][9]["host"] == "node001");
+  CHECK(doc["groups"]["tp"][1] == std::vector<int>{4, 5, 6, 7});
+  ImportedPlan back = parse_ranks_json(text, "ranks.json");
+  CHECK(back.plan.degree == p.degree);
+  CHECK(back.node_of_rank[9] == 1);
+  CHECK(back.gpu_of_rank[9] == 1);
+  CHECK(*back.cluster == "dgx-h100");
+  CHECK(back.cluster_fingerprint->rfind("fnv1a64:", 0) == 0);
+}
+
+TEST_CASE("host lists: comments, blanks, duplicates and too few names") {
+  CHECK(parse_hosts("# rack 1\na\n\n b  # first\nc\n", "hosts", 2) == std::vector<std::string>{"a", "b"});
+  CHECK_THROWS_WITH(parse_hosts("a\na\n", "hosts", 2), "hosts: line 2: host 'a' appears twice");
+  CHECK_THROWS_WITH(parse_hosts("a\n", "hosts", 2), "hosts: expected 2 hostnames (one per server), got 1");
+}
