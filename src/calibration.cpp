@@ -1,27 +1,99 @@
 #include "topoplan/calibration.hpp"
 
+#include <fmt/format.h>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {
 
-std::vector<CalibrationRow> calibration_table(const Calibration& c) {
-  return {
-      {"compute_efficiency", c.compute_efficiency, "fraction of dense peak",
-       "Megatron-LM SC'21 Table 1: 44-52% of peak end to end, including communication and "
-       "bubble; the GEMM-only fraction is set above that"},
-      {"intra_server_bw_fraction", c.intra_server_bw_fraction, "fraction of NVLink line rate",
-       "nccl-tests issue 212: ~370 of 450 GB/s ring busbw on 8 x H100"},
-      {"inter_server_bw_fraction", c.inter_server_bw_fraction, "fraction of NIC line rate",
-       "nccl-tests issue 175: 86 of 100 GB/s busbw, 2 nodes x 4 HDR"},
-      {"grad_reduce_bytes", c.grad_reduce_bytes, "bytes per parameter",
-       "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
-      {"dp_bucket_params", c.dp_bucket_params, "parameters",
-       "Megatron-LM DDP default bucket size, 40M parameters"},
-      {"optimizer_bytes_per_param", c.optimizer_bytes_per_param, "bytes of HBM traffic",
-       "Adam: read grad, param, m, v (fp32) and write param, m, v, bf16 copy"},
-      {"reserved_GiB", units::to_GiB(c.reserved_bytes), "GiB per GPU",
-       "CUDA context, NCCL buffers, cuBLAS workspace, allocator fragmentation (estimate)"},
+std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
+  std::vector<CalibrationEntry> out = {
+      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak",
+       "fitted to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 (A100)"},
+      {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak",
+       "fitted to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
+      {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak",
+       "no calibration run here: as hopper"},
+      {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension",
+       "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
+      {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth",
+       "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
   };
+  for (int i = 0; i < kLinks; ++i) {
+    const std::string name = to_string(static_cast<Link>(i));
+    LinkCalibration& l = c.links[i];
+    const char* src = "";
+    const char* lat = "";
+    switch (static_cast<Link>(i)) {
+      case Link::nvlink3:
+        src = "nccl-tests issue 175: ~230 of 300 GB/s all-reduce busbw on 8 x A100";
+        lat = "nccl-tests issue 123: 33.7 us for a tiny ring all-reduce on 8 A100 = 6 us + 14 steps";
+        break;
+      case Link::nvlink4:
+        src = "nccl-tests issue 212: ~370 of 450 GB/s ring busbw on 8 x H100; NVLS ~480 (dgxc-benchmarking)";
+        lat = "dgxc-benchmarking: 13-17 us small all-reduces on 8 H100 = 6 us + 14 steps";
+        break;
+      case Link::nvlink5: src = lat = "no measurement here: as nvlink4"; break;
+      case Link::pcie: src = lat = "estimate: PCIe Gen4 x16 ~24-26 of 32 GB/s achieved"; break;
+      case Link::infiniband:
+        src = "nccl-tests issue 175: 86 of 100 GB/s busbw, 2 nodes x 4 HDR";
+        lat = "nccl issue 1244: ~47 us tiny all-reduce on 2 x 8 GPUs over NDR = 6 + 20 us base + tree "
+              "(2 x (7 NVLink steps + 1 network step))";
+        break;
+      case Link::roce: src = lat = "estimate: slightly below InfiniBand"; break;
+    }
+    out.push_back({"link." + name + ".bw_fraction", &l.bw_fraction, 1, "fraction of line rate", src});
+    out.push_back({"link." + name + ".step_latency_us", &l.step_latency, 1e6, "us", lat});
+    out.push_back({"link." + name + ".nvls_bw_fraction", &l.nvls_bw_fraction, 1,
+                   "fraction of line rate (0: none)",
+                   i == static_cast<int>(Link::nvlink4) || i == static_cast<int>(Link::nvlink5)
+                       ? "dgxc-benchmarking nccl README: ~480 GB/s NVLS all-reduce busbw on 8 x H100"
+                       : "no in-switch reduction"});
+  }
+  std::vector<CalibrationEntry> rest = {
+      {"collective_base_latency_us", &c.collective_base_latency, 1e6, "us",
+       "with the step latencies, fits the tiny all-reduce times above"},
+      {"network_base_latency_us", &c.network_base_latency, 1e6, "us",
+       "fitted with the InfiniBand step latency to the tiny 2 x 8 GPU all-reduce above"},
+      {"switch_hop_latency_us", &c.switch_hop_latency, 1e6, "us",
+       "estimate: two more switch traversals per tier above the leaf"},
+      {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter",
+       "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
+      {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter",
+       "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
+      {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters",
+       "Megatron-LM DDP default bucket size, 40M parameters"},
+      {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction",
+       "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap)"},
+      {"optimizer_bytes_per_param", &c.optimizer_bytes_per_param, 1, "bytes of HBM traffic",
+       "Adam: read grad, param, m, v (fp32) and write param, m, v, bf16 copy"},
+      {"reserved_GiB", &c.reserved_bytes, 1.0 / units::kGiB, "GiB per GPU",
+       "estimate: CUDA context, NCCL buffers, cuBLAS workspace, allocator fragmentation"},
+  };
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+void apply_calibration_json(const std::string& text, const std::string& source, Calibration& c) {
+  auto doc = detail::parse_json(text, source);
+  if (!doc.is_object()) throw_input(source, "(top level)", "expected an object of key: number");
+  auto entries = calibration_entries(c);
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "schema" || key == "source") continue;
+    CalibrationEntry* e = nullptr;
+    for (auto& candidate : entries)
+      if (candidate.key == key) e = &candidate;
+    if (!e) throw_input(source, key, "unknown calibration key (see topoplan calibration)");
+    if (!value.is_number() || value.get<double>() < 0)
+      throw_input(source, key, fmt::format("expected a number >= 0, got {}", value.dump()));
+    *e->value = value.get<double>() / e->scale;
+  }
+}
+
+void apply_calibration_file(const std::string& path, Calibration& c) {
+  apply_calibration_json(detail::read_text_file(path), path, c);
 }
 
 }  // namespace topoplan

@@ -1,6 +1,7 @@
 #include "topoplan/collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace topoplan {
@@ -9,60 +10,88 @@ const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::none: return "none";
     case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
     case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::nvls: return "nvls";
     case Algorithm::direct: return "direct";
   }
   return "?";
 }
 
-double achieved_bandwidth(const Cluster& c, const Calibration& cal, int tier) {
-  double frac = tier == 0 ? cal.intra_server_bw_fraction : cal.inter_server_bw_fraction;
-  return c.bandwidth(tier) * frac;
+Fabric make_fabric(const Cluster& c, const Calibration& cal) {
+  Fabric f;
+  f.tiers = c.tier_count();
+  f.base_latency = cal.collective_base_latency;
+  f.network_base_latency = cal.network_base_latency;
+  for (int k = 0; k < f.tiers; ++k) {
+    const LinkCalibration& l = cal.links[static_cast<int>(c.link(k))];
+    f.bandwidth[k] = c.bandwidth(k) * l.bw_fraction;
+    f.latency[k] = c.latency_override(k) > 0
+                       ? c.latency_override(k)
+                       : l.step_latency + (k >= 2 ? (k - 1) * cal.switch_hop_latency : 0.0);
+    f.nvls[k] = c.bandwidth(k) * l.nvls_bw_fraction;
+  }
+  return f;
 }
 
-double ring_bandwidth(const Cluster& c, const Calibration& cal, const GroupShape& g) {
+double ring_bandwidth(const Fabric& f, const GroupShape& g) {
   double bw = std::numeric_limits<double>::infinity();
   // NVLink hops exist when some server holds two or more of the group's members.
-  if (g.span_tier == 0 || (g.span_tier > 0 && g.per_domain[0] >= 2))
-    bw = achieved_bandwidth(c, cal, 0);
+  if (g.span_tier == 0 || (g.span_tier > 0 && g.per_domain[0] >= 2)) bw = f.bandwidth[0];
   for (int k = 1; k <= g.span_tier; ++k)
-    bw = std::min(bw, g.per_domain[k - 1] * achieved_bandwidth(c, cal, k));
+    bw = std::min(bw, g.per_domain[k - 1] * f.bandwidth[k]);
   return bw;
 }
 
 namespace {
 
-CollectiveCost ring(const Cluster& c, const Calibration& cal, const GroupShape& g, double bytes,
-                    int steps_per_member) {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Once-per-collective latency: the launch, plus the network set-up if it leaves the server.
+double base(const Fabric& f, int span) {
+  return f.base_latency + (span >= 1 ? f.network_base_latency : 0.0);
+}
+
+
+CollectiveCost ring(const Fabric& f, const GroupShape& g, double bytes, int steps_per_member) {
   if (g.size <= 1 || bytes <= 0) return {};
   const double n = g.size;
   const double steps = steps_per_member * (n - 1);
-  const double t = steps * c.latency(g.span_tier) + steps / n * bytes / ring_bandwidth(c, cal, g);
+  const double t = base(f, g.span_tier) + steps * f.latency[g.span_tier] +
+                   steps / n * bytes / ring_bandwidth(f, g);
   return {t, Algorithm::ring};
 }
 
+/// The group's members inside one server and the servers it spans.
+int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
+
 }  // namespace
 
-CollectiveCost ring_all_reduce(const Cluster& c, const Calibration& cal, const GroupShape& g,
-                               double bytes) {
-  return ring(c, cal, g, bytes, 2);
+CollectiveCost ring_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  return ring(f, g, bytes, 2);
 }
 
-CollectiveCost ring_all_gather(const Cluster& c, const Calibration& cal, const GroupShape& g,
-                               double bytes) {
-  return ring(c, cal, g, bytes, 1);
+CollectiveCost ring_all_gather(const Fabric& f, const GroupShape& g, double bytes) {
+  return ring(f, g, bytes, 1);
 }
 
-CollectiveCost ring_reduce_scatter(const Cluster& c, const Calibration& cal, const GroupShape& g,
-                                   double bytes) {
-  return ring(c, cal, g, bytes, 1);
+CollectiveCost ring_reduce_scatter(const Fabric& f, const GroupShape& g, double bytes) {
+  return ring(f, g, bytes, 1);
 }
 
-CollectiveCost hierarchical_all_reduce(const Cluster& c, const Calibration& cal,
-                                       const GroupShape& g, double bytes) {
+CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  if (g.span_tier < 1) return {kInf, Algorithm::none};
+  const int r = members_per_server(g);
+  const double servers = static_cast<double>(g.size) / r;
+  const double depth = std::ceil(std::log2(servers));
+  const double lat = base(f, g.span_tier) + 2.0 * ((r - 1) * f.latency[0] + depth * f.latency[g.span_tier]);
+  return {lat + 2.0 * bytes / ring_bandwidth(f, g), Algorithm::tree};
+}
+
+CollectiveCost hierarchical_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
   const int r = g.span_tier >= 1 ? g.per_domain[0] : 0;
-  if (g.size <= 1 || r < 2 || g.size % r != 0)
-    return {std::numeric_limits<double>::infinity(), Algorithm::none};
+  if (g.size <= 1 || r < 2 || g.size % r != 0) return {kInf, Algorithm::none};
   GroupShape inner;
   inner.size = r;
   inner.span_tier = 0;
@@ -71,25 +100,48 @@ CollectiveCost hierarchical_all_reduce(const Cluster& c, const Calibration& cal,
   outer.span_tier = g.span_tier;
   outer.per_domain[0] = 1;
   for (int k = 1; k < g.span_tier; ++k) outer.per_domain[k] = std::max(1, g.per_domain[k] / r);
-  const double t = ring_reduce_scatter(c, cal, inner, bytes).time +
-                   ring_all_reduce(c, cal, outer, bytes / r).time +
-                   ring_all_gather(c, cal, inner, bytes).time;
+  const double across = std::min(ring_all_reduce(f, outer, bytes / r).time,
+                                 tree_all_reduce(f, outer, bytes / r).time);
+  const double t = ring_reduce_scatter(f, inner, bytes).time + across +
+                   ring_all_gather(f, inner, bytes).time;
   return {t, Algorithm::hierarchical};
 }
 
-CollectiveCost all_reduce(const Cluster& c, const Calibration& cal, const GroupShape& g,
-                          double bytes) {
-  CollectiveCost best = ring_all_reduce(c, cal, g, bytes);
-  if (g.span_tier >= 1) {
-    CollectiveCost h = hierarchical_all_reduce(c, cal, g, bytes);
-    if (h.time < best.time) best = h;
-  }
+CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  if (g.span_tier != 0 || f.nvls[0] <= 0) return {kInf, Algorithm::none};
+  const double n = g.size;
+  return {f.base_latency + 2.0 * f.latency[0] + 2.0 * (n - 1) / n * bytes / f.nvls[0],
+          Algorithm::nvls};
+}
+
+CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  CollectiveCost best = ring_all_reduce(f, g, bytes);
+  if (g.size <= 1 || bytes <= 0) return best;
+  for (const CollectiveCost& c : {tree_all_reduce(f, g, bytes), hierarchical_all_reduce(f, g, bytes),
+                                  nvls_all_reduce(f, g, bytes)})
+    if (c.time < best.time) best = c;
   return best;
 }
 
-CollectiveCost send_recv(const Cluster& c, const Calibration& cal, int tier, double bytes) {
+CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  const double n = g.size;
+  const double r = members_per_server(g);
+  const double intra = (r - 1) / n * bytes / f.bandwidth[0];
+  const double cross = g.span_tier >= 1 ? (n - r) / n * bytes / f.bandwidth[g.span_tier] : 0.0;
+  return {base(f, g.span_tier) + f.latency[g.span_tier] + std::max(intra, cross), Algorithm::direct};
+}
+
+CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  return {base(f, g.span_tier) + (g.size - 1) * f.latency[g.span_tier] + bytes / ring_bandwidth(f, g),
+          Algorithm::ring};
+}
+
+CollectiveCost send_recv(const Fabric& f, int tier, double bytes) {
   if (tier < 0 || bytes <= 0) return {};
-  return {c.latency(tier) + bytes / achieved_bandwidth(c, cal, tier), Algorithm::direct};
+  return {base(f, tier) + f.latency[tier] + bytes / f.bandwidth[tier], Algorithm::direct};
 }
 
 }  // namespace topoplan

@@ -13,11 +13,16 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (m.spec.heads % tp != 0) return PlanError::tp_heads;
   if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
   if (m.spec.ffn % tp != 0) return PlanError::tp_ffn;
-  if (m.spec.layers % p[Dim::pp] != 0) return PlanError::pp_layers;
+  const std::int64_t stages = static_cast<std::int64_t>(p[Dim::pp]) * p.vpp;
+  if (p.vpp < 1 || stages > m.spec.layers) return PlanError::pp_layers;
+  if (p.vpp > 1 && m.spec.layers % stages != 0) return PlanError::pp_layers;
   if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
     return PlanError::batch;
+  if (p.vpp > 1 && (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) %
+                           p[Dim::pp] != 0)
+    return PlanError::vpp_microbatches;
   return PlanError::none;
 }
 
@@ -28,7 +33,8 @@ const char* short_reason(PlanError e) {
     case PlanError::tp_heads: return "tp does not divide the attention heads";
     case PlanError::tp_kv_heads: return "tp does not divide the key/value heads";
     case PlanError::tp_ffn: return "tp does not divide the MLP size";
-    case PlanError::pp_layers: return "pp does not divide the layers";
+    case PlanError::pp_layers: return "pp x vpp does not fit the layers";
+    case PlanError::vpp_microbatches: return "interleaving needs microbatches divisible by pp";
     case PlanError::batch: return "dp x micro-batch does not divide the global batch";
     case PlanError::unsupported_dim: return "cp/ep > 1 not modelled yet";
     case PlanError::zero_stage: return "ZeRO stage outside 0-3";
@@ -54,8 +60,16 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       return fmt::format("--tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
                          m.spec.ffn);
     case PlanError::pp_layers:
-      return fmt::format("--pp: {} does not divide {}'s {} layers", p[Dim::pp], m.spec.name,
+      if (p.vpp > 1)
+        return fmt::format("--vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp],
+                           p.vpp, m.spec.name, m.spec.layers);
+      return fmt::format("--pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
                          m.spec.layers);
+    case PlanError::vpp_microbatches:
+      return fmt::format("--vpp: the interleaved schedule needs the {} microbatches per pipeline "
+                         "to be a multiple of pp {}",
+                         j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch),
+                         p[Dim::pp]);
     case PlanError::batch:
       return fmt::format("--micro-batch: dp {} x micro-batch {} does not divide the global batch {}",
                          p[Dim::dp], p.micro_batch, j.global_batch);
@@ -99,7 +113,7 @@ struct StageParams {
 StageParams stage_params(const Model& m, const Plan& p) {
   const double t = p[Dim::tp];
   const int pp = p[Dim::pp];
-  const double layers = static_cast<double>(m.spec.layers / pp);
+  const double layers = static_cast<double>((m.spec.layers + pp - 1) / pp);
   const auto& k = m.counts;
   const double body = layers * static_cast<double>(k.layer_params) / t;
   const double emb = static_cast<double>(k.embedding_params) / t;
@@ -150,16 +164,68 @@ double total_comm(const Evaluation& e, Dim d) {
   }
 }
 
+namespace {
+
+/// Seconds per token on one GPU for one layer (and for the logits), by kind of work.
+struct LayerWork {
+  double matmul_s = 0;
+  double elementwise_s = 0;
+  double logits_matmul_s = 0;
+  double logits_elementwise_s = 0;
+};
+
+/// Matrix multiplies run at the calibrated efficiency of the GPU's architecture, lower for small
+/// per-GPU matrices; element-wise kernels (norms, residual adds, dropout, activation, and the
+/// softmax over s scores per head unless attention is fused) stream HBM. Forward once, backward
+/// twice; recomputation repeats the forward (full) or the attention core (selective).
+LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
+                     const GpuSpec& gpu) {
+  const auto& k = m.counts;
+  const double t = p[Dim::tp];
+  const double s = static_cast<double>(j.seq_len);
+  const double h = static_cast<double>(m.spec.hidden);
+  const double f = static_cast<double>(m.spec.ffn);
+  const double tokens = static_cast<double>(p.micro_batch) * s / p[Dim::cp];
+  const double n_min = std::min({k.q_dim / t, f / t, h, tokens});
+  const double rate = gpu.peak_flops * cal.gemm_efficiency[static_cast<int>(gpu.arch)] * n_min /
+                      (n_min + cal.gemm_half_dim);
+  const double attn = k.layer_attention_flops_per_seq * s / t;
+  const double fwd = k.layer_matmul_flops / t + attn;
+  double flops = 3 * fwd;
+  if (p.recompute == Recompute::full) flops += fwd;
+  if (p.recompute == Recompute::selective) flops += attn;
+
+  const double e_h = 11.0 * h / (p.sequence_parallel ? t : 1.0);
+  const double e_f = (m.spec.gated_mlp ? 3.0 : 2.0) * f / t;
+  const double e_s = j.flash_attention ? 0.0 : 4.5 * static_cast<double>(m.spec.heads) / t * s;
+  double elements = 3 * (e_h + e_f + e_s);
+  if (p.recompute == Recompute::full) elements += e_h + e_f + e_s;
+  if (p.recompute == Recompute::selective) elements += e_s;
+  const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
+
+  LayerWork w;
+  w.matmul_s = flops / rate;
+  w.elementwise_s = elements * dtype_bytes(j.dtype) / hbm;
+  w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
+  w.logits_elementwise_s = 12.0 * static_cast<double>(m.spec.vocab) / t / hbm;  // fp32 softmax
+  return w;
+}
+
+}  // namespace
+
 Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
                     const Mapping& map, const Calibration& cal) {
   Evaluation e;
+  const Fabric fab = make_fabric(c, cal);
   const auto& k = m.counts;
   const int tp = p[Dim::tp], pp = p[Dim::pp], dp = p[Dim::dp], cp = p[Dim::cp];
+  const int v = p.vpp;
   const double s = static_cast<double>(j.seq_len);
-  const double b = p.micro_batch;
   const double h = static_cast<double>(m.spec.hidden);
   const double bytes = dtype_bytes(j.dtype);
-  const double layers_per_stage = static_cast<double>(m.spec.layers / pp);
+  // The slowest stage holds ceil(layers / pp) layers (uneven splits put the extra on it).
+  const double layers_per_stage =
+      static_cast<double>((m.spec.layers + pp - 1) / pp);
   const int mbs = static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
   e.microbatches = mbs;
 
@@ -168,66 +234,74 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   const GroupShape& pp_shape = e.shapes[static_cast<int>(Dim::pp)];
   const GroupShape& dp_shape = e.shapes[static_cast<int>(Dim::dp)];
 
-  // Compute: the last stage is the slowest (it also runs the logits).
-  const double tokens_mb = b * s;
-  const double stage_flops =
-      tokens_mb * (layers_per_stage * layer_hw_flops(k, s, p.recompute) + 3.0 * k.logits_flops) / (tp * cp);
-  const double t_compute = stage_flops / (c.gpu().peak_flops * cal.compute_efficiency);
+  // Compute for one microbatch on the slowest stage (the last: it also runs the logits).
+  const double tokens = static_cast<double>(p.micro_batch) * s / cp;
+  const LayerWork w = layer_work(m, j, p, cal, c.gpu());
+  const double t_matmul = tokens * (layers_per_stage * w.matmul_s + w.logits_matmul_s);
+  const double t_elem = tokens * (layers_per_stage * w.elementwise_s + w.logits_elementwise_s);
+  const double t_compute = t_matmul + t_elem;
 
   // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed),
   // each on the microbatch's activations. Sequence parallelism turns each all-reduce into an
-  // all-gather plus a reduce-scatter of the same volume.
-  double t_tp = 0;
+  // all-gather plus a reduce-scatter of the same volume. With TP overlap only a calibrated
+  // fraction stays exposed.
+  double t_tp_total = 0;
   if (tp > 1) {
-    const double act = tokens_mb * h * bytes / cp;
+    const double act = tokens * h * bytes;
     const int per_layer = p.recompute == Recompute::full ? 6 : 4;
     CollectiveCost one;
     if (p.sequence_parallel) {
-      one = ring_all_gather(c, cal, tp_shape, act);
-      one.time += ring_reduce_scatter(c, cal, tp_shape, act).time;
+      one = ring_all_gather(fab, tp_shape, act);
+      one.time += ring_reduce_scatter(fab, tp_shape, act).time;
     } else {
-      one = all_reduce(c, cal, tp_shape, act);
+      one = all_reduce(fab, tp_shape, act);
     }
     e.algorithms[static_cast<int>(Dim::tp)] = one.algorithm;
-    t_tp = layers_per_stage * per_layer * one.time;
+    t_tp_total = layers_per_stage * per_layer * one.time;
   }
+  const double t_tp = j.tp_comm_overlap ? t_tp_total * cal.tp_overlap_exposed_fraction : t_tp_total;
 
-  // PP: each microbatch's activations go forward and their gradients come back; in 1F1B the send
-  // and receive are paired with compute and sit on the critical path once per direction.
+  // PP: each model chunk boundary sends the microbatch's activations forward and gradients back
+  // (sharded by tp under sequence parallelism). In the steady state the sends overlap compute;
+  // the fill and the drain each wait for pp x vpp - 1 of them.
   double t_p2p = 0;
   if (pp > 1) {
-    const double act = tokens_mb * h * bytes / cp / (p.sequence_parallel ? tp : 1);
-    CollectiveCost one = send_recv(c, cal, pp_shape.span_tier, act);
+    const double act = tokens * h * bytes / (p.sequence_parallel ? tp : 1);
+    CollectiveCost one = send_recv(fab, pp_shape.span_tier, act);
     e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
-    t_p2p = 2.0 * one.time;
+    t_p2p = one.time;
   }
 
-  const double t_mb = t_compute + t_tp + t_p2p;
+  const double t_mb = t_compute + t_tp;
+  e.compute.matmul = mbs * t_matmul;
+  e.compute.elementwise = mbs * t_elem;
   e.time.compute = mbs * t_compute;
   e.time.tp = mbs * t_tp;
-  e.time.pp = mbs * t_p2p;
-  e.time.bubble = (pp - 1) * t_mb;
-  e.comm.tp = e.time.tp;
-  e.comm.pp = e.time.pp + (pp - 1) * t_p2p;
+  e.time.bubble = (pp - 1) * t_mb / v;
+  e.time.pp = pp > 1 ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p : 0.0;
+  e.comm.tp = mbs * t_tp_total;
+  e.comm.pp = mbs * 2.0 * v * t_p2p;
 
   // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
-  // bucket, or whatever exceeds the window, is exposed.
+  // bucket, or whatever exceeds the window, is exposed; all of it without --overlap-grad-reduce.
   //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
   //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
-  //           all-gather of the updated bf16 parameters.
+  //           all-gather of the updated parameters.
   //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
   //           backward; then the parameter all-gather, exposed.
   //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward; all three
   //           hide behind that microbatch's compute where they fit.
   const StageParams params = stage_params(m, p);
   const double params_gpu = params.max();
+  const double grad_bytes_per_param =
+      j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
   if (dp > 1) {
-    const double grad_bytes = params_gpu * cal.grad_reduce_bytes;
-    CollectiveCost grad = p.zero == 0 ? all_reduce(c, cal, dp_shape, grad_bytes)
-                                      : ring_reduce_scatter(c, cal, dp_shape, grad_bytes);
+    const double grad_bytes = params_gpu * grad_bytes_per_param;
+    CollectiveCost grad = p.zero == 0 ? all_reduce(fab, dp_shape, grad_bytes)
+                                      : ring_reduce_scatter(fab, dp_shape, grad_bytes);
     e.algorithms[static_cast<int>(Dim::dp)] = grad.algorithm;
-    const double gather = ring_all_gather(c, cal, dp_shape, params_gpu * bytes).time;
-    const double window = t_compute * 2.0 / 3.0;
+    const double gather = ring_all_gather(fab, dp_shape, params_gpu * bytes).time;
+    const double window = j.overlap_grad_reduce ? t_compute * 2.0 / 3.0 : 0.0;
     const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
     auto overlapped = [&](double comm, double hide) {
       return std::max(comm - hide, comm * last_bucket);
@@ -246,7 +320,7 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
         e.comm.dp = mbs * grad.time + gather;
         break;
       default:
-        e.time.dp = mbs * overlapped(grad.time + 2 * gather, t_compute);
+        e.time.dp = mbs * overlapped(grad.time + 2 * gather, j.overlap_grad_reduce ? t_compute : 0.0);
         e.comm.dp = mbs * (grad.time + 2 * gather);
         break;
     }
@@ -256,8 +330,11 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   e.time.optimizer = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
 
   // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
+  // 1F1B keeps min(pp, m) microbatches in flight on the first stage; interleaving multiplies
+  // that by 1 + (pp - 1) / (pp x vpp).
   MemoryBreakdown mem_first, mem_last;
-  const double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
+  double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
+  if (v > 1) in_flight *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
   double act_first = layer_act * layers_per_stage * in_flight;
   double act_last = layer_act * layers_per_stage;
@@ -268,22 +345,21 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   }
   auto fill = [&](MemoryBreakdown& mem, double params_stage, double act, double logits) {
     mem.weights = params_stage * bytes / (p.zero >= 3 ? dp : 1);
-    mem.gradients = params_stage * cal.grad_reduce_bytes / (p.zero >= 2 ? dp : 1);
+    mem.gradients = params_stage * grad_bytes_per_param / (p.zero >= 2 ? dp : 1);
     mem.optimizer = params_stage * 12.0 / (p.zero >= 1 ? dp : 1);
     mem.activations = act;
     mem.other = cal.reserved_bytes + logits;
   };
-  const double logits_bytes =
-      tokens_mb / cp * static_cast<double>(m.spec.vocab) / tp * 4.0;  // fp32 logits
+  const double logits_bytes = tokens * static_cast<double>(m.spec.vocab) / tp * 4.0;  // fp32
   fill(mem_first, params.first, act_first, pp == 1 ? logits_bytes : 0.0);
   fill(mem_last, params.last, act_last, logits_bytes);
   e.memory = mem_first.total() >= mem_last.total() ? mem_first : mem_last;
   e.fits = e.memory.total() <= c.gpu().memory_bytes;
 
   e.step_time = e.time.total();
-  const double tokens = static_cast<double>(j.global_batch) * s;
-  e.tokens_per_s = tokens / e.step_time;
-  const double model_flops = tokens * model_flops_per_token(k, m.spec.layers, s);
+  const double step_tokens = static_cast<double>(j.global_batch) * s;
+  e.tokens_per_s = step_tokens / e.step_time;
+  const double model_flops = step_tokens * model_flops_per_token(k, m.spec.layers, s);
   e.model_flops_per_gpu = model_flops / e.step_time / static_cast<double>(c.gpu_count());
   e.mfu = e.model_flops_per_gpu / c.gpu().peak_flops;
   return e;

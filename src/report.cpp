@@ -39,9 +39,13 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
   j["gpus"] = c.gpu_count();
   j["job"] = {{"seq_len", ctx.job.seq_len},
               {"global_batch", ctx.job.global_batch},
-              {"dtype", to_string(ctx.job.dtype)}};
+              {"dtype", to_string(ctx.job.dtype)},
+              {"flash_attention", ctx.job.flash_attention},
+              {"tp_comm_overlap", ctx.job.tp_comm_overlap},
+              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce}};
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
+  j["vpp"] = p.vpp;
   j["microbatches"] = e.microbatches;
   j["order"] = order_string(p.order);
   j["zero"] = p.zero;
@@ -55,6 +59,8 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
   j["model_tflops_per_gpu"] = sig(units::to_TFLOPs(e.model_flops_per_gpu));
   j["mfu"] = sig(e.mfu, 4);
   j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
+  j["compute_split"] = {{"matmul_s", sig(e.compute.matmul)},
+                        {"elementwise_s", sig(e.compute.elementwise)}};
   j["breakdown"] = {{"compute_s", sig(e.time.compute)},
                     {"tp_exposed_s", sig(e.time.tp)},
                     {"pp_exposed_s", sig(e.time.pp)},
@@ -177,18 +183,18 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
-  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>4} {:<9} {:>3}  {:>9} {:>11} "
+  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:>3}  {:<10} {:>4} {:<9} {:>3}  {:>9} {:>11} "
                      "{:>8} {:>6} {:>8}  {:<7} {:<7} {:<7}\n",
-                     "rank", "tp", "pp", "dp", "mb", "order", "zero", "recompute", "sp", "step s",
+                     "rank", "tp", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s",
                      "tokens/s", "TFLOP/s", "MFU", "mem GiB", "tp on", "pp on", "dp on");
   int rank = 1;
   for (const auto& cand : r.top) {
     const auto& e = cand.eval;
     out += fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {:>4}  {:<10} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
+        "{:>4} {:>4} {:>4} {:>4} {:>4} {:>3}  {:<10} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
         "{:>5.1f}% {:>8.1f}  {:<7} {:<7} {:<7}\n",
         rank++, cand.plan[Dim::tp], cand.plan[Dim::pp], cand.plan[Dim::dp],
-        cand.plan.micro_batch, short_order_string(cand.plan), cand.plan.zero,
+        cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan), cand.plan.zero,
         to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-", e.step_time,
         thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu,
         units::to_GiB(e.memory.total()), span_name(ctx.cluster, e.shapes[0]),
@@ -224,10 +230,11 @@ std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluati
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, order {} ({} microbatches per "
-                     "pipeline per step)\n      ZeRO-{}, recompute {}, sequence parallelism {}\n\n",
-                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, order_string(p.order),
-                     e.microbatches, p.zero, to_string(p.recompute),
+  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, vpp {}, order {} ({} "
+                     "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
+                     "parallelism {}\n\n",
+                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, p.vpp,
+                     order_string(p.order), e.microbatches, p.zero, to_string(p.recompute),
                      p.sequence_parallel ? "on" : "off");
   out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
                      "{:.1f}%\n",
@@ -242,8 +249,10 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
     out += fmt::format("  {:<22} {:>10.3f} s  {}\n", name, v, pct(v, T));
   };
   row("compute", e.time.compute);
+  row("  of it matmul", e.compute.matmul);
+  row("  of it element-wise", e.compute.elementwise);
   row("tp communication", e.time.tp);
-  row("pp sends (steady)", e.time.pp);
+  row("pp sends (fill, drain)", e.time.pp);
   row("pipeline bubble", e.time.bubble);
   row("dp communication", e.time.dp);
   row("optimizer step", e.time.optimizer);

@@ -24,6 +24,7 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp, Dim::cp, Dim::ep})
     if (a.plan[d] != b.plan[d]) return a.plan[d] < b.plan[d];
   if (a.plan.micro_batch != b.plan.micro_batch) return a.plan.micro_batch < b.plan.micro_batch;
+  if (a.plan.vpp != b.plan.vpp) return a.plan.vpp < b.plan.vpp;
   if (a.plan.zero != b.plan.zero) return a.plan.zero < b.plan.zero;
   if (a.plan.recompute != b.plan.recompute) return a.plan.recompute < b.plan.recompute;
   if (a.plan.sequence_parallel != b.plan.sequence_parallel) return !a.plan.sequence_parallel;
@@ -66,6 +67,7 @@ std::vector<int> divisors(std::int64_t n) {
 /// Same plan but for the order, and exactly the same cost: a mirror layout that gives nothing new.
 bool equivalent(const Candidate& a, const Candidate& b) {
   return a.plan.degree == b.plan.degree && a.plan.micro_batch == b.plan.micro_batch &&
+         a.plan.vpp == b.plan.vpp &&
          a.plan.zero == b.plan.zero && a.plan.recompute == b.plan.recompute &&
          a.plan.sequence_parallel == b.plan.sequence_parallel &&
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
@@ -149,9 +151,20 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
       if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
       else if (tp == 1) sps = {false};
       else sps = {false, true};
-      for (int mb : mbs) {
+      // Interleaving: 1, or any number of model chunks per stage that divides the layers.
+      std::vector<int> vpps;
+      if (opt.vpp) {
+        vpps = {opt.vpp};
+      } else {
+        vpps = {1};
+        for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
+          if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
+      }
+      for (int mb : mbs)
+      for (int vpp : vpps) {
         if (opt.micro_batch && mb != opt.micro_batch) continue;
         base.micro_batch = mb;
+        base.vpp = vpp;
         PlanError err = check_plan(c, m, j, base);
         if (err != PlanError::none) {
           reject(err);

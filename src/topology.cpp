@@ -10,9 +10,24 @@
 namespace topoplan {
 namespace {
 
+Arch parse_arch(const detail::JsonCursor& c, std::string_view key) {
+  const std::string s = c.string(key);
+  for (int i = 0; i < kArchs; ++i)
+    if (s == to_string(static_cast<Arch>(i))) return static_cast<Arch>(i);
+  c.fail(key, "ampere, hopper or blackwell");
+}
+
+Link parse_link(const detail::JsonCursor& c, std::string_view key) {
+  const std::string s = c.string(key);
+  for (int i = 0; i < kLinks; ++i)
+    if (s == to_string(static_cast<Link>(i))) return static_cast<Link>(i);
+  c.fail(key, "nvlink3, nvlink4, nvlink5, pcie, infiniband or roce");
+}
+
 GpuSpec gpu_from(const detail::JsonCursor& c) {
   GpuSpec g;
   g.name = c.string("name");
+  g.arch = parse_arch(c, "arch");
   g.peak_flops = units::from_TFLOPs(c.positive("bf16_TFLOPs"));
   g.peak_flops_fp8 = units::from_TFLOPs(c.non_negative_or("fp8_TFLOPs", 0));
   g.memory_bytes = units::from_GiB(c.positive("memory_GiB"));
@@ -27,6 +42,27 @@ void check_schema(const detail::JsonCursor& c, const char* expected) {
 }
 
 }  // namespace
+
+const char* to_string(Arch a) {
+  switch (a) {
+    case Arch::ampere: return "ampere";
+    case Arch::hopper: return "hopper";
+    case Arch::blackwell: return "blackwell";
+  }
+  return "?";
+}
+
+const char* to_string(Link l) {
+  switch (l) {
+    case Link::nvlink3: return "nvlink3";
+    case Link::nvlink4: return "nvlink4";
+    case Link::nvlink5: return "nvlink5";
+    case Link::pcie: return "pcie";
+    case Link::infiniband: return "infiniband";
+    case Link::roce: return "roce";
+  }
+  return "?";
+}
 
 GpuSpec parse_gpu_json(const std::string& text, const std::string& source) {
   auto doc = detail::parse_json(text, source);
@@ -63,8 +99,10 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
     tier.fanout = static_cast<int>(i == 0 ? t.positive_int("fanout")
                                           : t.int_at_least_or("fanout", 0, 0));
+    if (t.has("link")) tier.link = parse_link(t, "link");
+    else tier.link = i == 0 ? Link::nvlink4 : Link::infiniband;
     tier.bandwidth = units::from_GBps(t.positive("bandwidth_GBps"));
-    tier.latency = units::from_us(t.positive("latency_us"));
+    tier.latency = units::from_us(t.positive_or("latency_us", 0.0));
     tier.oversubscription = t.positive_or("oversubscription", 1.0);
     if (tier.oversubscription < 1.0) t.fail("oversubscription", "a ratio >= 1");
     s.tiers.push_back(tier);
@@ -85,7 +123,6 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
                        : t.fanout == 0 ? gpu_count_
                                        : domain_[k - 1] * t.fanout;
     domain_[k] = std::min<std::int64_t>(size, gpu_count_);
-    latency_[k] = t.latency;
     if (k == 0) {
       bandwidth_[k] = t.bandwidth;
     } else {

@@ -63,12 +63,13 @@ TEST_CASE("check reports memory and invalid degrees as errors") {
   CheckResult r = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
   REQUIRE(find(r, "memory"));
   CHECK_THAT(find(r, "memory")->message, Catch::StartsWith("needs "));
-  p[Dim::tp] = 2;
-  p[Dim::pp] = 4;  // 126 layers
-  p.order = kDefaultOrder;
+  p[Dim::tp] = 1;
+  p[Dim::dp] = 8;
+  p.micro_batch = 3;
   CheckResult inv = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
   REQUIRE(find(inv, "invalid-degrees"));
-  CHECK(find(inv, "invalid-degrees")->message == "--pp: 4 does not divide llama3.1-405b's 126 layers");
+  CHECK(find(inv, "invalid-degrees")->message ==
+        "--micro-batch: dp 8 x micro-batch 3 does not divide the global batch 512");
   CHECK_FALSE(inv.eval);
 }
 

@@ -47,25 +47,37 @@ TEST_CASE("central example: TP inside a server is far faster than TP across eigh
 TEST_CASE("central example, golden numbers for the good mapping") {
   Cluster c = test::preset_cluster("dgx-h100", 16);
   Model m = test::preset_model("llama3-70b");
-  JobSpec j;
+  JobSpec j;  // flash attention, no TP overlap, DP overlapped with the backward pass
+  Calibration cal;
   Evaluation e = eval(c, m, j, plan(8, 4, 4));
   // 512 sequences / (dp 4 x micro-batch 1) = 128 microbatches.
   REQUIRE(e.microbatches == 128);
-  // Per token per layer forward: 2 x (Q,O 8192^2 + K,V 8192x1024 + 3 x 8192x28672) = 1,711,276,032
-  // matmul FLOPs, plus 4 x 8192 x 4096 = 134,217,728 for scores and values: 1,845,493,760.
-  // x3 for backward. 20 layers per stage; the last stage adds logits 3 x 2 x 128256 x 8192.
-  const double per_token = 20 * 3 * 1845493760.0 + 3 * 2 * 128256.0 * 8192;
-  const double t_mb = 4096 * per_token / 8 / (989e12 * 0.62);  // 0.097718 s
+  // Matmuls run at 989e12 x 0.60 x 1024 / (1024 + 64): the smallest per-GPU dimension is the
+  // attention output's 8192 / 8 = 1024.
+  const double rate = 989e12 * 0.60 * 1024.0 / 1088.0;
+  // Per token per layer on one GPU: (2 x (Q,O 8192^2 + K,V 8192x1024 + 3 x 8192x28672)) / 8 =
+  // 213,909,504 matmul FLOPs + 4 x 8192 x 4096 / 8 = 16,777,216 for scores and values, x3 for
+  // forward and backward.
+  const double matmul = 3 * (213909504.0 + 16777216.0) / rate;
+  // Element-wise: 11 h replicated (no sequence parallelism) + 3 x 28672 / 8 for SwiGLU = 100,864
+  // elements forward, x3, 2 bytes each, at 3.35 TB/s x 0.8.
+  const double elementwise = 3 * 100864.0 * 2 / (3.35e12 * 0.8);
+  // Logits on the last stage: 3 x 2 x 128256 x 8192 / 8 FLOPs and a 12-byte fp32 softmax.
+  const double logits = 3 * 2 * 128256.0 * 8192 / 8 / rate + 12 * 128256.0 / 8 / (3.35e12 * 0.8);
+  const double t_mb = 4096 * (20 * (matmul + elementwise) + logits);
   CHECK(e.time.compute == Approx(128 * t_mb).epsilon(1e-9));
-  // TP: 4 ring all-reduces per layer of 4096 x 8192 x 2 B = 67,108,864 B inside a server:
-  // 14 x 1 us + 14/8 x 67108864 / 369e9 = 332.2584 us; x 4 x 20 layers x 128 microbatches.
-  const double ar = 14e-6 + 1.75 * 67108864 / 369e9;
+  CHECK(e.compute.matmul + e.compute.elementwise == Approx(e.time.compute));
+  // TP: 4 all-reduces per layer of 4096 x 8192 x 2 B inside a server, by NVLS (tested in
+  // test_collectives): 7.2 us + 1.75 x 67108864 / 480.15e9.
+  const double ar = 7.2e-6 + 1.75 * 67108864 / 480.15e9;
   CHECK(e.time.tp == Approx(128 * 80 * ar).epsilon(1e-9));
-  // PP: stages are 32 GPUs apart, so across servers: 3.5 us + 67108864 / 43e9 each way.
-  const double p2p = 2 * (3.5e-6 + 67108864 / 43e9);
-  CHECK(e.time.pp == Approx(128 * p2p).epsilon(1e-9));
-  // 1F1B bubble: (pp - 1) x one microbatch's compute + TP + PP time.
-  CHECK(e.time.bubble == Approx(3 * (t_mb + 80 * ar + p2p)).epsilon(1e-9));
+  // PP: stages are 32 GPUs apart, across servers: 32 us + 67108864 / 43e9 per send; the fill
+  // and the drain each wait for pp - 1 = 3 of them.
+  const double p2p = 32e-6 + 67108864 / 43e9;
+  CHECK(e.time.pp == Approx(6 * p2p).epsilon(1e-9));
+  CHECK(e.comm.pp == Approx(128 * 2 * p2p).epsilon(1e-9));
+  // 1F1B bubble: (pp - 1) x one microbatch's compute and TP time.
+  CHECK(e.time.bubble == Approx(3 * (t_mb + 80 * ar)).epsilon(1e-9));
   // The parts add up.
   CHECK(e.time.total() == Approx(e.step_time).epsilon(1e-12));
   CHECK(e.tokens_per_s == Approx(512 * 4096 / e.step_time));

@@ -14,6 +14,7 @@ TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping fi
   SearchOptions o;
   o.fixed = {8, 0, 0, 4, 4};
   o.micro_batch = 1;
+  o.vpp = 1;
   o.zero = 1;
   o.recompute = Recompute::none;
   o.sequence_parallel = false;
@@ -26,7 +27,6 @@ TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping fi
   CHECK(r.top.front().eval.shapes[0].span_tier == 0);
   CHECK(short_order_string(r.top.front().plan) == "tp-dp-pp");  // Megatron's default wins ties
   CHECK(r.top.back().eval.shapes[0].span_tier == 1);
-  CHECK(short_order_string(r.top.back().plan) == "dp-pp-tp");
   for (std::size_t i = 1; i < r.top.size(); ++i)
     CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
 }

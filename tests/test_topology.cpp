@@ -10,13 +10,13 @@ namespace {
 const char* kSmall = R"({
   "schema": "topoplan.cluster/v1",
   "name": "small",
-  "gpu": {"name": "g", "bf16_TFLOPs": 100, "memory_GiB": 16, "hbm_TBps": 1},
+  "gpu": {"name": "g", "arch": "ampere", "bf16_TFLOPs": 100, "memory_GiB": 16, "hbm_TBps": 1},
   "nodes": 8,
   "server": {"nics": 4, "nic_Gbps": 200},
   "tiers": [
     {"name": "nvlink", "fanout": 4, "bandwidth_GBps": 100, "latency_us": 2},
     {"name": "leaf", "fanout": 2, "bandwidth_GBps": 50, "latency_us": 5},
-    {"name": "spine", "bandwidth_GBps": 40, "latency_us": 9, "oversubscription": 4}
+    {"name": "spine", "link": "roce", "bandwidth_GBps": 40, "latency_us": 9, "oversubscription": 4}
   ]
 })";
 
@@ -43,7 +43,9 @@ TEST_CASE("tiers give domain sizes, meeting tiers and per-GPU bandwidth") {
   CHECK(c.bandwidth(1) == Approx(25e9));
   // Spine: 40 GB/s / 4 oversubscription = 10 GB/s.
   CHECK(c.bandwidth(2) == Approx(10e9));
-  CHECK(c.latency(2) == Approx(9e-6));
+  CHECK(c.latency_override(2) == Approx(9e-6));
+  CHECK(c.link(2) == Link::roce);
+  CHECK(c.link(0) == Link::nvlink4);  // the default for tier 0
 }
 
 TEST_CASE("unused upper tiers are ignored when the cluster fits below them") {
@@ -78,9 +80,14 @@ TEST_CASE("bad cluster input names the file, the JSON path and what was expected
           "cluster.json: tiers[1].bandwidth_GBps: expected a positive number, got -3");
   }
   std::string missing = kSmall;
-  missing.replace(missing.find("\"latency_us\": 9"), 15, "\"latency\": 9");
+  missing.replace(missing.find("\"bandwidth_GBps\": 40"), 20, "\"bandwidth\": 40");
   CHECK_THROWS_WITH(parse_cluster_json(missing, "c.json", no_gpu),
-                    "c.json: tiers[2].latency_us: required field is missing");
+                    "c.json: tiers[2].bandwidth_GBps: required field is missing");
+  std::string link = kSmall;
+  link.replace(link.find("\"roce\""), 6, "\"ether\"");
+  CHECK_THROWS_WITH(parse_cluster_json(link, "c.json", no_gpu),
+                    "c.json: tiers[2].link: expected nvlink3, nvlink4, nvlink5, pcie, infiniband or "
+                    "roce, got \"ether\"");
   CHECK_THROWS_WITH(parse_cluster_json("{\"name\": 3}", "c.json", no_gpu),
                     "c.json: name: expected a non-empty string, got 3");
   CHECK_THROWS_WITH(parse_cluster_json("{\"name\": ", "c.json", no_gpu),

@@ -1,35 +1,73 @@
 #pragma once
 /// Every tunable constant of the cost model, in one table, with its unit and source.
+/// `--calibration FILE` overrides any of them by key.
+#include <array>
 #include <string>
 #include <vector>
 
+#include "topoplan/topology.hpp"
+
 namespace topoplan {
 
+/// How one kind of link performs in practice.
+struct LinkCalibration {
+  double bw_fraction = 0.85;      ///< achieved busbw / line rate for ring collectives
+  double step_latency = 5e-6;     ///< seconds per ring or tree step
+  double nvls_bw_fraction = 0;    ///< in-switch reduction (NVLS) busbw / line rate; 0: none
+};
+
 struct Calibration {
-  /// Fraction of the GPU's dense peak that a transformer layer's matrix multiplies reach.
-  double compute_efficiency = 0.62;
-  /// Achieved fraction of line rate for NVLink/NVSwitch transfers inside a server.
-  double intra_server_bw_fraction = 0.82;
-  /// Achieved fraction of line rate for transfers that leave the server (IB/RoCE).
-  double inter_server_bw_fraction = 0.86;
-  /// Bytes per parameter of the gradients that data parallelism reduces (fp32 main grads).
-  double grad_reduce_bytes = 4.0;
+  /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
+  /// (ampere, hopper, blackwell).
+  std::array<double, kArchs> gemm_efficiency{0.65, 0.60, 0.60};
+  /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
+  double gemm_half_dim = 64;
+  /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
+  double hbm_efficiency = 0.80;
+  /// Per link kind: nvlink3, nvlink4, nvlink5, pcie, infiniband, roce.
+  std::array<LinkCalibration, kLinks> links{{
+      {0.77, 2.0e-6, 0.0},    // nvlink3
+      {0.82, 0.6e-6, 1.067},  // nvlink4
+      {0.82, 0.6e-6, 1.067},  // nvlink5 (no public measurement here: as nvlink4)
+      {0.80, 2.0e-6, 0.0},    // pcie
+      {0.86, 6e-6, 0.0},      // infiniband
+      {0.80, 7e-6, 0.0},      // roce
+  }};
+  /// Latency every collective pays once (kernel launch, protocol set-up), seconds.
+  double collective_base_latency = 6e-6;
+  /// Extra latency a collective pays once when it leaves the server (network proxy, RDMA set-up).
+  double network_base_latency = 20e-6;
+  /// Extra latency per switch level above the first network tier, seconds.
+  double switch_hop_latency = 1e-6;
+  /// Bytes per parameter of the gradients data parallelism reduces: Megatron-LM reduces bf16
+  /// training's gradients in fp32 and fp16 training's in fp16.
+  double grad_reduce_bytes_bf16 = 4.0;
+  double grad_reduce_bytes_fp16 = 2.0;
   /// Gradient bucket size, parameters; the last bucket cannot overlap the backward pass.
   double dp_bucket_params = 40e6;
+  /// Fraction of TP communication still exposed when TP overlap (--tp-overlap) is on.
+  double tp_overlap_exposed_fraction = 0.25;
   /// Bytes of HBM traffic per parameter in the optimizer step (Adam, fp32 state).
   double optimizer_bytes_per_param = 36.0;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };
 
-/// One row of the documented table.
-struct CalibrationRow {
+/// One row of the documented table: a key, where its value lives, its unit and its source.
+struct CalibrationEntry {
   std::string key;
-  double value;
+  double* value;
+  double scale;  ///< value in the table's unit = *value * scale
   std::string unit;
   std::string source;
 };
 
-[[nodiscard]] std::vector<CalibrationRow> calibration_table(const Calibration& c);
+/// Every constant, in table order (the README's calibration table is this list).
+[[nodiscard]] std::vector<CalibrationEntry> calibration_entries(Calibration& c);
+
+/// Overrides constants from a JSON object {"key": value, ...} with keys from the table, values
+/// in the table's units. InputError names the file and the key.
+void apply_calibration_json(const std::string& text, const std::string& source, Calibration& c);
+void apply_calibration_file(const std::string& path, Calibration& c);
 
 }  // namespace topoplan

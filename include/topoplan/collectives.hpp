@@ -3,6 +3,8 @@
 /// A transfer of S bytes costs latency + S / bandwidth; a ring step is as slow as its slowest hop.
 /// Concurrency rule: every group of a dimension communicates at the same time, so a group that
 /// leaves a domain gets (its members in that domain) x (the tier's per-GPU bandwidth).
+/// Like NCCL's tuner, all_reduce takes the cheapest algorithm for the message size.
+#include <array>
 #include <cstdint>
 
 #include "topoplan/calibration.hpp"
@@ -11,7 +13,7 @@
 
 namespace topoplan {
 
-enum class Algorithm : std::uint8_t { none, ring, hierarchical, direct };
+enum class Algorithm : std::uint8_t { none, ring, tree, hierarchical, nvls, direct };
 [[nodiscard]] const char* to_string(Algorithm a);
 
 struct CollectiveCost {
@@ -19,30 +21,45 @@ struct CollectiveCost {
   Algorithm algorithm = Algorithm::none;
 };
 
-/// Achieved bytes/s per GPU between GPUs that meet at tier k (line rate x calibrated fraction).
-[[nodiscard]] double achieved_bandwidth(const Cluster& c, const Calibration& cal, int tier);
+/// The per-tier figures collectives use: the cluster's links through the calibration.
+struct Fabric {
+  int tiers = 0;
+  std::array<double, Cluster::kMaxTiers> bandwidth{};  ///< achieved bytes/s per GPU (ring busbw)
+  std::array<double, Cluster::kMaxTiers> latency{};    ///< seconds per step
+  std::array<double, Cluster::kMaxTiers> nvls{};       ///< in-switch all-reduce busbw; 0: none
+  double base_latency = 0;                             ///< seconds, once per collective
+  double network_base_latency = 0;                     ///< seconds, once if it leaves the server
+};
+
+[[nodiscard]] Fabric make_fabric(const Cluster& c, const Calibration& cal);
+
 /// Bottleneck bytes/s of a ring over the group: NVLink between server-mates, and at each tier it
 /// crosses, its members per lower domain times that tier's per-GPU bandwidth.
-[[nodiscard]] double ring_bandwidth(const Cluster& c, const Calibration& cal, const GroupShape& g);
+[[nodiscard]] double ring_bandwidth(const Fabric& f, const GroupShape& g);
 
 /// Ring all-reduce of `bytes` per GPU: 2(n-1) steps of bytes/n.
-[[nodiscard]] CollectiveCost ring_all_reduce(const Cluster& c, const Calibration& cal,
-                                             const GroupShape& g, double bytes);
+[[nodiscard]] CollectiveCost ring_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// Ring all-gather producing `bytes` per GPU (each contributes bytes/n): n-1 steps.
-[[nodiscard]] CollectiveCost ring_all_gather(const Cluster& c, const Calibration& cal,
-                                             const GroupShape& g, double bytes);
+[[nodiscard]] CollectiveCost ring_all_gather(const Fabric& f, const GroupShape& g, double bytes);
 /// Ring reduce-scatter of `bytes` per GPU (each ends with bytes/n): n-1 steps.
-[[nodiscard]] CollectiveCost ring_reduce_scatter(const Cluster& c, const Calibration& cal,
-                                                 const GroupShape& g, double bytes);
-/// Reduce-scatter inside each server, all-reduce across servers on 1/r of the data, all-gather
-/// inside. Only for groups that span servers with at least two members per server.
-[[nodiscard]] CollectiveCost hierarchical_all_reduce(const Cluster& c, const Calibration& cal,
-                                                     const GroupShape& g, double bytes);
-/// The cheaper of ring and hierarchical (ring on a tie).
-[[nodiscard]] CollectiveCost all_reduce(const Cluster& c, const Calibration& cal,
-                                        const GroupShape& g, double bytes);
+[[nodiscard]] CollectiveCost ring_reduce_scatter(const Fabric& f, const GroupShape& g, double bytes);
+/// NCCL's tree for groups that span servers: a chain inside each server and a double binary
+/// tree across servers; latency grows with log2(servers), the data goes up and down once.
+[[nodiscard]] CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// Reduce-scatter inside each server, all-reduce across servers on 1/r of the data (ring or
+/// tree), all-gather inside. For groups that span servers with r >= 2 members per server.
+[[nodiscard]] CollectiveCost hierarchical_all_reduce(const Fabric& f, const GroupShape& g,
+                                                     double bytes);
+/// NVLink SHARP: the switch reduces; for groups inside one server whose tier supports it.
+[[nodiscard]] CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// The cheapest of the above (ties: ring, tree, hierarchical, nvls).
+[[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// All-to-all of `bytes` per GPU (bytes/n to every member): server-mates over NVLink, the rest
+/// over the GPU's share of the slowest tier crossed, concurrently.
+[[nodiscard]] CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes);
+/// Pipelined ring broadcast of `bytes` from one member.
+[[nodiscard]] CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes);
 /// One point-to-point send of `bytes` between GPUs that meet at `tier` (-1: same GPU, free).
-[[nodiscard]] CollectiveCost send_recv(const Cluster& c, const Calibration& cal, int tier,
-                                       double bytes);
+[[nodiscard]] CollectiveCost send_recv(const Fabric& f, int tier, double bytes);
 
 }  // namespace topoplan

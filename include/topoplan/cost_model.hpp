@@ -18,11 +18,18 @@ namespace topoplan {
 struct TimeBreakdown {
   double compute = 0;    ///< microbatches x compute of the slowest stage
   double tp = 0;         ///< exposed tensor-parallel collectives
-  double pp = 0;         ///< exposed pipeline sends in the steady state
-  double bubble = 0;     ///< pipeline fill and drain: (pp-1) x one microbatch's time
+  double pp = 0;         ///< exposed pipeline sends (fill and drain; the steady state hides them)
+  double bubble = 0;     ///< pipeline fill and drain: (pp-1)/vpp x one microbatch's time
   double dp = 0;         ///< exposed data-parallel gradient reduction and parameter gather
   double optimizer = 0;  ///< the optimizer step (HBM-bound)
   [[nodiscard]] double total() const { return compute + tp + pp + bubble + dp + optimizer; }
+};
+
+/// How the compute time divides: matrix multiplies (at the calibrated efficiency) and
+/// element-wise kernels (HBM-bound); recomputation is included in both.
+struct ComputeSplit {
+  double matmul = 0;
+  double elementwise = 0;
 };
 
 /// Seconds per step each dimension spends communicating, hidden or not.
@@ -51,7 +58,9 @@ enum class PlanError : unsigned char {
   tp_heads,            ///< TP does not divide the attention heads
   tp_kv_heads,         ///< TP does not divide the key/value heads
   tp_ffn,              ///< TP does not divide the MLP size
-  pp_layers,           ///< PP does not divide the layers
+  pp_layers,           ///< PP x VPP does not fit the layers (more stages than layers, or
+                       ///< interleaving with layers not divisible by pp x vpp)
+  vpp_microbatches,    ///< interleaving needs the microbatches to be a multiple of pp
   batch,               ///< DP x micro-batch does not divide the global batch
   unsupported_dim,     ///< CP or EP > 1 (not modelled yet)
   zero_stage,          ///< ZeRO stage outside 0-3
@@ -76,6 +85,7 @@ struct Evaluation {
   double mfu = 0;              ///< model_flops_per_gpu / dense peak
   int microbatches = 0;        ///< per pipeline per step
   TimeBreakdown time;
+  ComputeSplit compute;
   CommTotals comm;
   MemoryBreakdown memory;
   std::array<GroupShape, kDims> shapes{};      ///< worst group shape per dimension

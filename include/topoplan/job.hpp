@@ -14,7 +14,9 @@ struct JobSpec {
   std::int64_t seq_len = 4096;       ///< tokens per sequence
   std::int64_t global_batch = 512;   ///< sequences per optimizer step
   Dtype dtype = Dtype::bf16;
-  bool flash_attention = true;       ///< attention scores are never stored (no s^2 activations)
+  bool flash_attention = true;       ///< fused attention: no s^2 scores stored or streamed
+  bool tp_comm_overlap = false;      ///< TP collectives overlapped with matmuls (userbuffers)
+  bool overlap_grad_reduce = true;   ///< DP reduction overlapped with the backward pass
 };
 
 [[nodiscard]] double dtype_bytes(Dtype d);

@@ -28,6 +28,7 @@ enum class Recompute : std::uint8_t { none, selective, full };
 struct Plan {
   std::array<int, kDims> degree{1, 1, 1, 1, 1};
   int micro_batch = 1;
+  int vpp = 1;  ///< virtual pipeline stages (model chunks) per pipeline rank: interleaved 1F1B
   Order order = kDefaultOrder;
   int zero = 1;                           ///< 0 none; 1 optimizer state (distributed optimizer);
                                           ///< 2 + gradients; 3 + weights, sharded over dp

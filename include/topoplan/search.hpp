@@ -14,6 +14,7 @@ namespace topoplan {
 struct SearchOptions {
   std::array<int, kDims> fixed{};  ///< 0: searched; otherwise that degree is fixed
   int micro_batch = 0;             ///< 0: searched
+  int vpp = 0;                     ///< 0: searched (1 and every interleaving that fits)
   std::optional<Order> order;      ///< unset: every order of the dimensions > 1
   int zero = -1;                   ///< -1: searched (0-3; only 0 when dp = 1)
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
@@ -27,7 +28,7 @@ struct Candidate {
 };
 
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
-/// the smaller tp, then pp, then dp, then micro-batch, then the smaller ZeRO stage, less
+/// the smaller tp, then pp, then dp, then micro-batch, then vpp, then the smaller ZeRO stage, less
 /// recomputation, sequence parallelism off before on, then an order Megatron-LM can launch
 /// (its default, then --use-tp-pp-dp-mapping), then the order compared dimension by dimension
 /// with tp < cp < ep < dp < pp.

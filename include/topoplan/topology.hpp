@@ -9,9 +9,21 @@
 
 namespace topoplan {
 
+/// GPU architecture: selects the calibrated matrix-multiply efficiency.
+enum class Arch : std::uint8_t { ampere, hopper, blackwell };
+inline constexpr int kArchs = 3;
+[[nodiscard]] const char* to_string(Arch a);
+
+/// What a tier's links are made of: selects the calibrated achieved-bandwidth fraction, step
+/// latency and in-switch reduction.
+enum class Link : std::uint8_t { nvlink3, nvlink4, nvlink5, pcie, infiniband, roce };
+inline constexpr int kLinks = 6;
+[[nodiscard]] const char* to_string(Link l);
+
 /// One GPU type. All fields SI.
 struct GpuSpec {
   std::string name;
+  Arch arch = Arch::hopper;
   double peak_flops = 0;      ///< dense BF16/FP16 FLOP/s
   double peak_flops_fp8 = 0;  ///< dense FP8 FLOP/s, 0 if unsupported
   double memory_bytes = 0;    ///< HBM capacity
@@ -24,8 +36,9 @@ struct GpuSpec {
 struct TierSpec {
   std::string name;
   int fanout = 0;              ///< tier 0: GPUs per server; k > 0: lower domains joined (0 = all)
-  double bandwidth = 0;        ///< bytes/s per GPU per direction between GPUs that meet here
-  double latency = 0;          ///< seconds for one transfer between two GPUs that meet here
+  Link link = Link::infiniband;
+  double bandwidth = 0;        ///< line rate, bytes/s per GPU per direction, between GPUs that meet here
+  double latency = 0;          ///< seconds per step; 0: from the calibration (link and tier)
   double oversubscription = 1; ///< down/up ratio of the links that join the lower domains
 };
 
@@ -57,8 +70,9 @@ class Cluster {
   [[nodiscard]] std::int64_t domain_size(int k) const { return domain_[k]; }
   /// The innermost tier whose domain holds both devices (0 = same server).
   [[nodiscard]] int meet_tier(int a, int b) const;
-  /// Latency, seconds, of one transfer between GPUs that meet at tier k.
-  [[nodiscard]] double latency(int k) const { return latency_[k]; }
+  [[nodiscard]] Link link(int k) const { return spec_.tiers[k].link; }
+  /// The tier's own latency override, seconds (0: use the calibration's).
+  [[nodiscard]] double latency_override(int k) const { return spec_.tiers[k].latency; }
   /// Line-rate bytes/s per GPU per direction between GPUs that meet at tier k, when every GPU
   /// of the server sends across at once: the NIC share, the tier's own bandwidth and every
   /// oversubscription on the way up, whichever is least.
@@ -69,7 +83,6 @@ class Cluster {
   int gpu_count_ = 0;
   int tier_count_ = 0;  ///< tiers in use: the first whose domain holds the whole cluster, +1
   std::array<std::int64_t, kMaxTiers> domain_{};
-  std::array<double, kMaxTiers> latency_{};
   std::array<double, kMaxTiers> bandwidth_{};
 };
 

@@ -14,7 +14,7 @@ struct PlanArgs {
   InputOptions in;
   OutputOptions out;
   ChoiceOptions choice;
-  int tp = 0, pp = 0, dp = 0, micro_batch = 0, top = 10;
+  int tp = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0, top = 10;
   std::string order;
 };
 
@@ -25,6 +25,7 @@ int run_plan(const PlanArgs& a) {
   opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
   opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
   opt.micro_batch = a.micro_batch;
+  opt.vpp = a.vpp;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   opt.top_k = a.top;
@@ -48,6 +49,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--pp", a->pp, "fix the pipeline-parallel degree (default: searched)");
   cmd.add_option("--dp", a->dp, "fix the data-parallel degree (default: searched)");
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
+  cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();

@@ -24,6 +24,13 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step")
       ->capture_default_str();
   cmd.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str();
+  cmd.add_flag("--no-flash-attention", o.no_flash_attention,
+               "attention scores are materialised (s^2 memory and HBM traffic)");
+  cmd.add_flag("--tp-overlap", o.tp_overlap, "TP communication overlapped with matmuls");
+  cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
+               "DP gradient reduction after the backward pass, not during it");
+  cmd.add_option("--calibration", o.calibration,
+                 "JSON file overriding calibration constants (see topoplan calibration)");
 }
 
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
@@ -47,6 +54,7 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--cp", o.cp, "context-parallel degree (default 1)");
   cmd.add_option("--ep", o.ep, "expert-parallel degree (default 1)");
   cmd.add_option("--micro-batch", o.micro_batch, "micro-batch size (default 1)");
+  cmd.add_option("--vpp", o.vpp, "virtual pipeline stages per rank, interleaved 1F1B (default 1)");
   cmd.add_option("--order", o.order, "Megatron order string (default tp-cp-ep-dp-pp)");
   add_choice_options(cmd, o.choice, false);
   cmd.add_option("--plan", o.plan_file,
@@ -83,9 +91,19 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
                          : o.global_batch;
   job.dtype = !o.given("--dtype") && from && from->dtype ? *from->dtype
                                                           : parse_dtype(o.dtype, "--dtype");
+  job.flash_attention = from && from->flash_attention && !o.given("--no-flash-attention")
+                            ? *from->flash_attention
+                            : !o.no_flash_attention;
+  job.tp_comm_overlap = from && from->tp_comm_overlap && !o.given("--tp-overlap")
+                            ? *from->tp_comm_overlap
+                            : o.tp_overlap;
+  job.overlap_grad_reduce = from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
+                                ? *from->overlap_grad_reduce
+                                : !o.no_overlap_grad_reduce;
   validate(job);
-  Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, Calibration{}, cluster_arg,
-            model_arg};
+  Calibration cal;
+  if (!o.calibration.empty()) apply_calibration_file(o.calibration, cal);
+  Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, cal, cluster_arg, model_arg};
   spdlog::debug("cluster {}: {} GPUs in {} tiers; model {}: {} parameters", cs.name,
                 in.cluster.gpu_count(), in.cluster.tier_count(), ms.name,
                 in.model.counts.total_params);

@@ -21,6 +21,10 @@ struct InputOptions {
   std::int64_t seq_len = 4096;
   std::int64_t global_batch = 512;
   std::string dtype = "bf16";
+  bool no_flash_attention = false;
+  bool tp_overlap = false;
+  bool no_overlap_grad_reduce = false;
+  std::string calibration;  ///< --calibration FILE
   CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
   [[nodiscard]] bool given(const char* flag) const { return cmd && cmd->count(flag) > 0; }
 };
@@ -36,7 +40,7 @@ struct ChoiceOptions {
 
 /// One plan, for evaluate, check and export: flags, or a file, or Megatron-LM arguments.
 struct PlanOptions {
-  int tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, micro_batch = 0;  ///< 0: not given
+  int tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0;  ///< 0: not given
   std::string order;
   ChoiceOptions choice;
   std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks

@@ -11,7 +11,7 @@ namespace topoplan::cli {
 namespace {
 
 bool any_plan_flag(const PlanOptions& po) {
-  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || !po.order.empty() ||
+  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp || !po.order.empty() ||
          po.choice.zero >= 0 || !po.choice.recompute.empty() || po.choice.sp_on ||
          po.choice.sp_off;
 }
@@ -66,12 +66,21 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     p[Dim::dp] = po.dp;
     dp_given = po.dp > 0;
     p.micro_batch = po.micro_batch ? po.micro_batch : 1;
+    p.vpp = po.vpp ? po.vpp : 1;
     if (!po.order.empty()) p.order = parse_order(po.order, "--order");
     if (po.choice.zero >= 0) p.zero = po.choice.zero;
     if (po.choice.zero < -1) p.zero = po.choice.zero;  // reported by check_plan
     if (!po.choice.recompute.empty())
       p.recompute = parse_recompute(po.choice.recompute, "--recompute");
     p.sequence_parallel = po.choice.sp_on;
+  }
+  if (imp && imp->layers_per_virtual_stage) {
+    const std::int64_t per_rank = in.model.spec.layers / p[Dim::pp];
+    if (per_rank % *imp->layers_per_virtual_stage != 0)
+      throw_input(source, "--num-layers-per-virtual-pipeline-stage",
+                  fmt::format("{} does not divide the {} layers per pipeline rank",
+                              *imp->layers_per_virtual_stage, per_rank));
+    p.vpp = static_cast<int>(per_rank / *imp->layers_per_virtual_stage);
   }
   if (!dp_given) {
     const std::int64_t rest = static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::pp];

@@ -26,7 +26,12 @@ std::string export_megatron_args(const ExportContext& x) {
       "--global-batch-size {} --seq-length {} --{}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
       to_string(j.dtype));
+  if (p.vpp > 1)
+    args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
+                        x.run.model.spec.layers / (static_cast<std::int64_t>(p[Dim::pp]) * p.vpp));
   if (p.sequence_parallel) args += " --sequence-parallel";
+  if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
+  if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
   if (p.zero >= 1) args += " --use-distributed-optimizer";
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
   if (p.recompute == Recompute::full)

@@ -14,6 +14,7 @@ std::string export_ranks_json(const ExportContext& x) {
   ordered_json plan;
   for (Dim d : kDefaultOrder) plan[to_string(d)] = x.plan[d];
   plan["micro_batch"] = x.plan.micro_batch;
+  plan["vpp"] = x.plan.vpp;
   plan["order"] = order_string(x.plan.order);
   plan["zero"] = x.plan.zero;
   plan["recompute"] = to_string(x.plan.recompute);
@@ -24,7 +25,10 @@ std::string export_ranks_json(const ExportContext& x) {
                  {"model", x.options.model_arg},
                  {"seq_len", run.job.seq_len},
                  {"global_batch", run.job.global_batch},
-                 {"dtype", to_string(run.job.dtype)}};
+                 {"dtype", to_string(run.job.dtype)},
+                 {"flash_attention", run.job.flash_attention},
+                 {"tp_comm_overlap", run.job.tp_comm_overlap},
+                 {"overlap_grad_reduce", run.job.overlap_grad_reduce}};
   j["fingerprints"] = {{"cluster", fingerprint(run.cluster)},
                        {"model", fingerprint(run.model)},
                        {"job", fingerprint(run.job)}};

@@ -38,6 +38,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   ImportedPlan out;
   out.dp_given = false;
   out.plan.zero = 0;
+  out.overlap_grad_reduce = false;  // Megatron-LM's defaults
+  out.tp_comm_overlap = false;
   bool saw_tp = false;
   auto value = [&](std::size_t& i) -> const std::string& {
     if (i + 1 >= tok.size() || tok[i + 1].rfind("--", 0) == 0)
@@ -69,6 +71,14 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.plan.recompute = Recompute::selective;
     } else if (f == "--recompute-granularity") {
       out.plan.recompute = parse_recompute(value(i), source + ": " + f);
+    } else if (f == "--num-layers-per-virtual-pipeline-stage") {
+      out.layers_per_virtual_stage = positive(f, value(i), source);
+    } else if (f == "--virtual-pipeline-model-parallel-size") {
+      out.plan.vpp = positive(f, value(i), source);
+    } else if (f == "--overlap-grad-reduce") {
+      out.overlap_grad_reduce = true;
+    } else if (f == "--tp-comm-overlap") {
+      out.tp_comm_overlap = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
       out.plan.order = kTpPpDpOrder;
     } else if (f == "--bf16") {

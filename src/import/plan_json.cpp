@@ -13,6 +13,7 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::pp})
     out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
   out.plan.micro_batch = static_cast<int>(c.int_at_least_or("micro_batch", 1, 1));
+  out.plan.vpp = static_cast<int>(c.int_at_least_or("vpp", 1, 1));
   if (c.has("order")) out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
   out.plan.zero = static_cast<int>(c.int_at_least_or("zero", 0, 1));
   if (out.plan.zero > 3) c.fail("zero", "0, 1, 2 or 3");
@@ -25,6 +26,9 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("seq_len")) out.seq_len = c.positive_int("seq_len");
   if (c.has("global_batch")) out.global_batch = c.positive_int("global_batch");
   if (c.has("dtype")) out.dtype = parse_dtype(c.string("dtype"), c.source() + ": " + c.path_of("dtype"));
+  if (c.has("flash_attention")) out.flash_attention = c.boolean_or("flash_attention", true);
+  if (c.has("tp_comm_overlap")) out.tp_comm_overlap = c.boolean_or("tp_comm_overlap", false);
+  if (c.has("overlap_grad_reduce")) out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
 }
 
 }  // namespace
