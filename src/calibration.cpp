@@ -11,15 +11,25 @@ namespace topoplan {
 std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   std::vector<CalibrationEntry> out = {
       {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak",
-       "fitted to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 (A100)"},
+       "fitted (grid 0.65-0.75) to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 "
+       "(A100): ~218 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
       {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak",
-       "fitted to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
+       "fitted (grid 0.55-0.65) to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
       {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak",
        "no calibration run here: as hopper"},
       {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension",
        "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
       {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth",
        "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
+      {"elementwise_hidden_passes", &c.elementwise_hidden_passes, 1, "elements per h per token",
+       "2 layer norms (read + write) and 2 fused bias-dropout-residual adds, forward: counted "
+       "8-11, fitted 8 with the GEMM efficiencies on the calibration runs"},
+      {"softmax_passes", &c.softmax_passes, 1, "elements per head per s per token",
+       "counted: fused scale-mask-softmax (read + write), dropout (read, write, 1-byte mask), "
+       "forward; 0 with fused (flash) attention"},
+      {"use_hierarchical_all_reduce", &c.use_hierarchical_all_reduce, 1, "0 or 1",
+       "off: NCCL's all-reduce is ring, tree or NVLS; nccl-tests' 86 GB/s on 2 x 8 A100 is the "
+       "ring's"},
   };
   for (int i = 0; i < kLinks; ++i) {
     const std::string name = to_string(static_cast<Link>(i));
@@ -49,12 +59,15 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
     out.push_back({"link." + name + ".nvls_bw_fraction", &l.nvls_bw_fraction, 1,
                    "fraction of line rate (0: none)",
                    i == static_cast<int>(Link::nvlink4) || i == static_cast<int>(Link::nvlink5)
-                       ? "dgxc-benchmarking nccl README: ~480 GB/s NVLS all-reduce busbw on 8 x H100"
+                       ? "dgxc-benchmarking nccl README: NVLS all-reduce busbw 237 GB/s at 16 MiB and "
+                         "~480 at 1 GiB on 8 x H100: fitted as 60 us + 1.75 S / (450 x 1.084 GB/s)"
                        : "no in-switch reduction"});
   }
   std::vector<CalibrationEntry> rest = {
       {"collective_base_latency_us", &c.collective_base_latency, 1e6, "us",
        "with the step latencies, fits the tiny all-reduce times above"},
+      {"nvls_latency_us", &c.nvls_latency, 1e6, "us",
+       "fitted with nvls_bw_fraction to the two NVLS points above"},
       {"network_base_latency_us", &c.network_base_latency, 1e6, "us",
        "fitted with the InfiniBand step latency to the tiny 2 x 8 GPU all-reduce above"},
       {"switch_hop_latency_us", &c.switch_hop_latency, 1e6, "us",

@@ -23,6 +23,8 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.tiers = c.tier_count();
   f.base_latency = cal.collective_base_latency;
   f.network_base_latency = cal.network_base_latency;
+  f.nvls_latency = cal.nvls_latency;
+  f.hierarchical = cal.use_hierarchical_all_reduce > 0;
   for (int k = 0; k < f.tiers; ++k) {
     const LinkCalibration& l = cal.links[static_cast<int>(c.link(k))];
     f.bandwidth[k] = c.bandwidth(k) * l.bw_fraction;
@@ -111,16 +113,18 @@ CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double byte
   if (g.size <= 1 || bytes <= 0) return {};
   if (g.span_tier != 0 || f.nvls[0] <= 0) return {kInf, Algorithm::none};
   const double n = g.size;
-  return {f.base_latency + 2.0 * f.latency[0] + 2.0 * (n - 1) / n * bytes / f.nvls[0],
-          Algorithm::nvls};
+  return {f.nvls_latency + 2.0 * (n - 1) / n * bytes / f.nvls[0], Algorithm::nvls};
 }
 
 CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
   CollectiveCost best = ring_all_reduce(f, g, bytes);
   if (g.size <= 1 || bytes <= 0) return best;
-  for (const CollectiveCost& c : {tree_all_reduce(f, g, bytes), hierarchical_all_reduce(f, g, bytes),
-                                  nvls_all_reduce(f, g, bytes)})
+  for (const CollectiveCost& c : {tree_all_reduce(f, g, bytes), nvls_all_reduce(f, g, bytes)})
     if (c.time < best.time) best = c;
+  if (f.hierarchical) {
+    CollectiveCost h = hierarchical_all_reduce(f, g, bytes);
+    if (h.time < best.time) best = h;
+  }
   return best;
 }
 

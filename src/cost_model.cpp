@@ -195,9 +195,10 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   if (p.recompute == Recompute::full) flops += fwd;
   if (p.recompute == Recompute::selective) flops += attn;
 
-  const double e_h = 11.0 * h / (p.sequence_parallel ? t : 1.0);
+  const double e_h = cal.elementwise_hidden_passes * h / (p.sequence_parallel ? t : 1.0);
   const double e_f = (m.spec.gated_mlp ? 3.0 : 2.0) * f / t;
-  const double e_s = j.flash_attention ? 0.0 : 4.5 * static_cast<double>(m.spec.heads) / t * s;
+  const double e_s =
+      j.flash_attention ? 0.0 : cal.softmax_passes * static_cast<double>(m.spec.heads) / t * s;
   double elements = 3 * (e_h + e_f + e_s);
   if (p.recompute == Recompute::full) elements += e_h + e_f + e_s;
   if (p.recompute == Recompute::selective) elements += e_s;

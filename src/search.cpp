@@ -73,15 +73,23 @@ bool equivalent(const Candidate& a, const Candidate& b) {
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
 }
 
+/// Same degrees and micro-batch: one configuration for `--distinct` listings.
+bool same_configuration(const Candidate& a, const Candidate& b) {
+  return a.plan.degree == b.plan.degree && a.plan.micro_batch == b.plan.micro_batch;
+}
+
 /// Keeps the best K in order without reallocating. Of equivalent plans only the best-ranked
-/// order is kept, so the list shows K different choices.
+/// is kept, so the list shows K different choices.
 class TopK {
  public:
-  explicit TopK(int k) : k_(static_cast<std::size_t>(std::max(1, k))) { items_.reserve(k_ + 1); }
+  TopK(int k, bool distinct)
+      : k_(static_cast<std::size_t>(std::max(1, k))), distinct_(distinct) {
+    items_.reserve(k_ + 1);
+  }
   void offer(const Candidate& c) {
     if (items_.size() == k_ && !ranks_before(c, items_.back())) return;
     for (auto it = items_.begin(); it != items_.end(); ++it) {
-      if (!equivalent(*it, c)) continue;
+      if (!(distinct_ ? same_configuration(*it, c) : equivalent(*it, c))) continue;
       if (!ranks_before(c, *it)) return;
       items_.erase(it);
       break;
@@ -94,6 +102,7 @@ class TopK {
 
  private:
   std::size_t k_;
+  bool distinct_;
   std::vector<Candidate> items_;
 };
 
@@ -123,7 +132,7 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   };
   if (opt.zero < -1 || opt.zero > 3)
     throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
-  TopK top(opt.top_k);
+  TopK top(opt.top_k, opt.distinct);
   Candidate cand;
   const std::vector<Recompute> recomputes =
       opt.recompute ? std::vector<Recompute>{*opt.recompute}

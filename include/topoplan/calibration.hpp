@@ -19,22 +19,34 @@ struct LinkCalibration {
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
   /// (ampere, hopper, blackwell).
-  std::array<double, kArchs> gemm_efficiency{0.65, 0.60, 0.60};
+  std::array<double, kArchs> gemm_efficiency{0.70, 0.60, 0.60};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
+  /// Element-wise traffic per token per layer, forward, in elements per unit of hidden size:
+  /// two norms and two fused bias-dropout-residual adds.
+  double elementwise_hidden_passes = 8;
+  /// Element-wise traffic on the attention scores per token per layer per head, forward, in
+  /// elements per unit of sequence length, when attention is not fused (scale-mask-softmax,
+  /// dropout and its mask).
+  double softmax_passes = 4.5;
+  /// Use the two-level all-reduce (reduce-scatter in the server, all-reduce across, all-gather)
+  /// when cheaper: 1 yes, 0 no (NCCL itself offers ring, tree and NVLS only).
+  double use_hierarchical_all_reduce = 0;
   /// Per link kind: nvlink3, nvlink4, nvlink5, pcie, infiniband, roce.
   std::array<LinkCalibration, kLinks> links{{
       {0.77, 2.0e-6, 0.0},    // nvlink3
-      {0.82, 0.6e-6, 1.067},  // nvlink4
-      {0.82, 0.6e-6, 1.067},  // nvlink5 (no public measurement here: as nvlink4)
+      {0.82, 0.6e-6, 1.084},  // nvlink4
+      {0.82, 0.6e-6, 1.084},  // nvlink5 (no public measurement here: as nvlink4)
       {0.80, 2.0e-6, 0.0},    // pcie
       {0.86, 6e-6, 0.0},      // infiniband
       {0.80, 7e-6, 0.0},      // roce
   }};
   /// Latency every collective pays once (kernel launch, protocol set-up), seconds.
   double collective_base_latency = 6e-6;
+  /// Latency of an NVLS (in-switch) all-reduce, seconds: it only pays off for large messages.
+  double nvls_latency = 60e-6;
   /// Extra latency a collective pays once when it leaves the server (network proxy, RDMA set-up).
   double network_base_latency = 20e-6;
   /// Extra latency per switch level above the first network tier, seconds.

@@ -27,8 +27,10 @@ struct Fabric {
   std::array<double, Cluster::kMaxTiers> bandwidth{};  ///< achieved bytes/s per GPU (ring busbw)
   std::array<double, Cluster::kMaxTiers> latency{};    ///< seconds per step
   std::array<double, Cluster::kMaxTiers> nvls{};       ///< in-switch all-reduce busbw; 0: none
+  double nvls_latency = 0;                             ///< seconds, once per NVLS all-reduce
   double base_latency = 0;                             ///< seconds, once per collective
   double network_base_latency = 0;                     ///< seconds, once if it leaves the server
+  bool hierarchical = false;                           ///< all_reduce may pick the 2-level scheme
 };
 
 [[nodiscard]] Fabric make_fabric(const Cluster& c, const Calibration& cal);
@@ -52,7 +54,8 @@ struct Fabric {
                                                      double bytes);
 /// NVLink SHARP: the switch reduces; for groups inside one server whose tier supports it.
 [[nodiscard]] CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
-/// The cheapest of the above (ties: ring, tree, hierarchical, nvls).
+/// The cheapest of ring, tree and NVLS (ties in that order), and of the hierarchical scheme
+/// when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// All-to-all of `bytes` per GPU (bytes/n to every member): server-mates over NVLink, the rest
 /// over the GPU's share of the slowest tier crossed, concurrently.

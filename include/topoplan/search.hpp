@@ -20,6 +20,9 @@ struct SearchOptions {
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
   std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
   int top_k = 10;
+  /// true: list only the best plan of each (degrees, micro-batch); false: every variant (vpp,
+  /// ZeRO, recomputation, sequence parallelism, order) that is not an exact mirror.
+  bool distinct = false;
 };
 
 struct Candidate {

@@ -15,6 +15,7 @@ struct PlanArgs {
   OutputOptions out;
   ChoiceOptions choice;
   int tp = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0, top = 10;
+  bool variants = false;
   std::string order;
 };
 
@@ -29,6 +30,7 @@ int run_plan(const PlanArgs& a) {
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   opt.top_k = a.top;
+  opt.distinct = !a.variants;
   opt.zero = a.choice.zero;
   if (!a.choice.recompute.empty())
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
@@ -53,6 +55,8 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
+  cmd.add_flag("--variants", a->variants,
+               "list every variant, not only the best of each degrees and micro-batch");
   add_output_options(cmd, a->out, {"table", "json"});
   return [a] { return run_plan(*a); };
 }

@@ -91,5 +91,6 @@ Runner register_evaluate(CLI::App& cmd);
 Runner register_check(CLI::App& cmd);
 Runner register_export(CLI::App& cmd);
 Runner register_presets(CLI::App& cmd);
+Runner register_calibrate(CLI::App& cmd);
 
 }  // namespace topoplan::cli

@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"check", "fail (exit 1) a configuration whose mapping is pathological", topoplan::cli::register_check},
     {"export", "write the rank placement for launchers: JSON, Megatron-LM, DeviceMesh, torchrun, Slurm, DeepSpeed, Open MPI", topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
+    {"calibrate", "compare predictions with published runs (the accuracy table); --constants lists the calibration", topoplan::cli::register_calibrate},
 };
 
 }  // namespace

@@ -1,0 +1,162 @@
+#include "topoplan/calibration_runs.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "detail/json_input.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/presets.hpp"
+#include "topoplan/search.hpp"
+
+namespace topoplan {
+namespace {
+
+constexpr const char* kRunsFile = "calibration/runs.json";
+
+std::string runs_text() {
+  for (const auto& f : embedded_presets())
+    if (std::string(f.path) == kRunsFile) return f.text;
+  throw std::runtime_error("calibration runs are not compiled in");
+}
+
+Cluster run_cluster(const detail::JsonCursor& r) {
+  ClusterSpec cs = load_cluster(r.string("cluster"), r.source());
+  cs.nodes = static_cast<int>(r.positive_int("nodes"));
+  if (r.has("server_nics")) cs.nics_per_server = static_cast<int>(r.positive_int("server_nics"));
+  return Cluster(cs, r.source());
+}
+
+void predict_collective(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+  Cluster c = run_cluster(r);
+  const Fabric f = make_fabric(c, cal);
+  std::vector<int> all(static_cast<std::size_t>(c.gpu_count()));
+  for (int i = 0; i < c.gpu_count(); ++i) all[i] = i;
+  const GroupShape g = shape_of_devices(c, all);
+  const double bytes = r.positive("bytes");
+  const std::string alg = r.string("algorithm");
+  CollectiveCost cost = alg == "ring" ? ring_all_reduce(f, g, bytes)
+                        : alg == "nvls" ? nvls_all_reduce(f, g, bytes)
+                                        : all_reduce(f, g, bytes);
+  const double n = g.size;
+  out.predicted = out.metric == "busbw_GBps" ? bytes / cost.time * 2 * (n - 1) / n / 1e9
+                                             : cost.time * 1e6;
+  out.note = fmt::format("{} GPUs, {} B, {}", g.size, bytes, to_string(cost.algorithm));
+}
+
+void predict_training(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+  Cluster c = run_cluster(r);
+  const std::string model_text = r.at("model").node().dump();
+  Model m(parse_model_json(model_text, r.source() + ": model"), r.source());
+  auto jc = r.at("job");
+  JobSpec j;
+  j.seq_len = jc.positive_int("seq_len");
+  j.global_batch = jc.positive_int("global_batch");
+  j.dtype = parse_dtype(jc.string("dtype"), r.source());
+  j.flash_attention = jc.boolean_or("flash_attention", true);
+  j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", true);
+  j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", false);
+  auto pc = r.at("plan");
+  SearchOptions opt;
+  opt.fixed[static_cast<int>(Dim::tp)] = static_cast<int>(pc.positive_int("tp"));
+  opt.fixed[static_cast<int>(Dim::pp)] = static_cast<int>(pc.positive_int("pp"));
+  opt.fixed[static_cast<int>(Dim::dp)] = static_cast<int>(pc.positive_int("dp"));
+  opt.order = kDefaultOrder;
+  opt.zero = static_cast<int>(pc.int_at_least_or("zero", 0, 0));
+  opt.recompute = parse_recompute(pc.string("recompute"), r.source());
+  opt.sequence_parallel = pc.boolean_or("sequence_parallel", false);
+  auto fixed_or_search = [&](const char* key) {
+    const auto& v = pc.node().at(key);
+    return v.is_string() ? 0 : static_cast<int>(pc.positive_int(key));
+  };
+  opt.micro_batch = fixed_or_search("micro_batch");
+  opt.vpp = fixed_or_search("vpp");
+  opt.top_k = 1;
+  SearchResult res = search(c, m, j, cal, opt);
+  const Candidate* best = res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr)
+                                          : &res.top.front();
+  if (!best) throw std::runtime_error(out.name + ": no valid plan");
+  const Evaluation& e = best->eval;
+  const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
+  if (out.metric == "iteration_time_s") out.predicted = e.step_time;
+  else if (out.metric == "mfu") out.predicted = e.mfu;
+  else
+    out.predicted = tokens * hardware_flops_per_token(m, static_cast<double>(j.seq_len),
+                                                      best->plan.recompute) /
+                    e.step_time / c.gpu_count() / 1e12;
+  out.note = fmt::format("micro-batch {}, vpp {}{}", best->plan.micro_batch, best->plan.vpp,
+                         e.fits ? "" : ", DOES NOT FIT in memory");
+}
+
+}  // namespace
+
+std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
+  const std::string source = std::string("configs/") + kRunsFile;
+  auto doc = detail::parse_json(runs_text(), source);
+  detail::JsonCursor top(doc, source);
+  auto runs = top.at("runs");
+  std::vector<CalibrationResult> out;
+  for (std::size_t i = 0; i < runs.array_size(); ++i) {
+    auto r = runs.at(i);
+    CalibrationResult res;
+    res.name = r.string("name");
+    res.source = r.string("source");
+    res.metric = r.at("measured").string("metric");
+    res.measured = r.at("measured").positive("value");
+    res.checked = r.boolean_or("checked", true);
+    if (r.has("collective")) predict_collective(r, cal, res);
+    else predict_training(r, cal, res);
+    if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
+    out.push_back(res);
+  }
+  return out;
+}
+
+std::string calibration_report(const std::vector<CalibrationResult>& r, const std::string& format) {
+  double sum = 0, worst = 0;
+  int n = 0;
+  for (const auto& x : r) {
+    if (!x.checked) continue;
+    sum += std::abs(x.error());
+    worst = std::max(worst, std::abs(x.error()));
+    ++n;
+  }
+  const double mean = n ? sum / n : 0;
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["schema"] = "topoplan.calibration/v1";
+    j["mean_abs_error"] = mean;
+    j["max_abs_error"] = worst;
+    auto rows = nlohmann::ordered_json::array();
+    for (const auto& x : r)
+      rows.push_back({{"name", x.name}, {"metric", x.metric}, {"measured", x.measured},
+                      {"predicted", x.predicted}, {"error", x.error()}, {"checked", x.checked},
+                      {"note", x.note}, {"source", x.source}});
+    j["runs"] = rows;
+    return j.dump(2) + "\n";
+  }
+  std::string out;
+  const bool md = format == "markdown";
+  if (md) {
+    out += "| run | metric | published | topoplan | error | plan found / note |\n";
+    out += "|---|---|---|---|---|---|\n";
+  } else {
+    out += fmt::format("{:<62} {:<24} {:>10} {:>10} {:>8}  {}\n", "run", "metric", "published",
+                       "topoplan", "error", "plan found / note");
+  }
+  for (const auto& x : r) {
+    const std::string err = fmt::format("{:+.1f}%{}", 100 * x.error(), x.checked ? "" : " *");
+    if (md)
+      out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {} |\n", x.name, x.metric, x.measured,
+                         x.predicted, err, x.note);
+    else
+      out += fmt::format("{:<62} {:<24} {:>10.4g} {:>10.4g} {:>8}  {}\n", x.name, x.metric,
+                         x.measured, x.predicted, err, x.note);
+  }
+  out += fmt::format("{}checked runs: {}; mean absolute error {:.2f}%, worst {:.2f}%{}\n",
+                     md ? "\n" : "\n", n, 100 * mean, 100 * worst,
+                     md ? " (* = shown, not checked)" : "  (* = shown, not checked)");
+  return out;
+}
+
+}  // namespace topoplan

@@ -1,0 +1,127 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <iostream>
+
+#include "helpers.hpp"
+#include "topoplan/calibration_runs.hpp"
+#include "topoplan/error.hpp"
+#include "topoplan/search.hpp"
+
+using namespace topoplan;
+
+TEST_CASE("every published run is predicted within 7%") {
+  auto results = run_calibration(Calibration{});
+  std::cout << "\n" << calibration_report(results, "table") << std::flush;
+  int checked = 0;
+  for (const auto& r : results) {
+    if (!r.checked) continue;
+    ++checked;
+    INFO(r.name << ": published " << r.measured << ", predicted " << r.predicted);
+    CHECK(std::abs(r.error()) <= 0.07);
+  }
+  // Megatron Table 1 (4), Korthikanti (4), the H100 recipe, and the collective measurements.
+  CHECK(checked >= 14);
+}
+
+TEST_CASE("calibration files override constants by key, and reject unknown keys") {
+  Calibration c;
+  apply_calibration_json(R"({"gemm_efficiency.hopper": 0.5, "link.nvlink4.step_latency_us": 1.5,
+                             "reserved_GiB": 4})",
+                         "cal.json", c);
+  CHECK(c.gemm_efficiency[static_cast<int>(Arch::hopper)] == 0.5);
+  CHECK(c.links[static_cast<int>(Link::nvlink4)].step_latency == Approx(1.5e-6));
+  CHECK(c.reserved_bytes == Approx(4.0 * 1024 * 1024 * 1024));
+  CHECK_THROWS_WITH(apply_calibration_json(R"({"gemm_eff": 1})", "cal.json", c),
+                    "cal.json: gemm_eff: unknown calibration key (see topoplan calibration)");
+  CHECK_THROWS_WITH(apply_calibration_json(R"({"hbm_efficiency": "x"})", "cal.json", c),
+                    "cal.json: hbm_efficiency: expected a number >= 0, got \"x\"");
+}
+
+namespace {
+
+Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, Plan p) {
+  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
+  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+}
+
+Plan plan(int tp, int pp, int dp, int mb, Recompute r, int vpp = 1) {
+  Plan p;
+  p[Dim::tp] = tp;
+  p[Dim::pp] = pp;
+  p[Dim::dp] = dp;
+  p.micro_batch = mb;
+  p.recompute = r;
+  p.vpp = vpp;
+  return p;
+}
+
+JobSpec gpt3_job(std::int64_t gbs) {
+  JobSpec j;
+  j.seq_len = 2048;
+  j.global_batch = gbs;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("qualitative: TP beyond one server collapses throughput") {
+  // GPT-3 175B on 64 A100s (as Megatron-LM SC'21 Figure 13): TP 8 inside a server, 16 and 32
+  // across servers.
+  Cluster c = test::preset_cluster("dgx-a100", 8);
+  Model m = test::preset_model("gpt3-175b");
+  JobSpec j = gpt3_job(512);
+  const double t8 = eval(c, m, j, plan(8, 8, 1, 1, Recompute::full)).model_flops_per_gpu;
+  const double t16 = eval(c, m, j, plan(16, 4, 1, 1, Recompute::full)).model_flops_per_gpu;
+  const double t32 = eval(c, m, j, plan(32, 2, 1, 1, Recompute::full)).model_flops_per_gpu;
+  CHECK(t16 < 0.85 * t8);
+  CHECK(t32 < 0.65 * t8);
+}
+
+TEST_CASE("qualitative: interleaving helps most at small batch") {
+  Cluster c = test::preset_cluster("dgx-a100", 8);
+  Model m = test::preset_model("gpt3-175b");
+  auto gain = [&](std::int64_t gbs) {
+    JobSpec j = gpt3_job(gbs);
+    const double plain = eval(c, m, j, plan(8, 8, 1, 1, Recompute::full, 1)).step_time;
+    const double inter = eval(c, m, j, plan(8, 8, 1, 1, Recompute::full, 4)).step_time;
+    return plain / inter - 1.0;
+  };
+  const double small = gain(32), large = gain(512);
+  CHECK(small > 0.10);
+  CHECK(large > 0);
+  CHECK(small > 4 * large);
+}
+
+TEST_CASE("qualitative: selective recomputation beats full when memory allows") {
+  Cluster c = test::preset_cluster("dgx-a100", 8);
+  Model m = test::preset_model("gpt3-175b");
+  JobSpec j = gpt3_job(512);
+  Plan sel = plan(8, 8, 1, 1, Recompute::selective);
+  sel.sequence_parallel = true;
+  Plan full = sel;
+  full.recompute = Recompute::full;
+  Evaluation es = eval(c, m, j, sel), ef = eval(c, m, j, full);
+  REQUIRE(es.fits);
+  CHECK(es.step_time < 0.85 * ef.step_time);
+  CHECK(ef.memory.activations < es.memory.activations);
+}
+
+TEST_CASE("qualitative: a large model on 64 GPUs wants a small micro-batch, not the largest") {
+  // GPT-3 175B on 64 A100s with Megatron-style TP 8 x PP 8: a larger micro-batch means fewer
+  // microbatches and a longer pipeline bubble.
+  Cluster c = test::preset_cluster("dgx-a100", 8);
+  Model m = test::preset_model("gpt3-175b");
+  JobSpec j = gpt3_job(512);
+  SearchOptions o;
+  o.fixed[static_cast<int>(Dim::tp)] = 8;
+  o.fixed[static_cast<int>(Dim::pp)] = 8;
+  o.recompute = Recompute::full;
+  o.top_k = 200;
+  SearchResult r = search(c, m, j, Calibration{}, o);
+  REQUIRE_FALSE(r.top.empty());
+  CHECK(r.top.front().plan.micro_batch <= 4);
+  int largest = 0;
+  for (const auto& cand : r.top) largest = std::max(largest, cand.plan.micro_batch);
+  CHECK(largest > r.top.front().plan.micro_batch);  // larger ones fit, and rank lower
+}
