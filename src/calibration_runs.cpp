@@ -7,6 +7,7 @@
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/presets.hpp"
+#include "topoplan/inference.hpp"
 #include "topoplan/search.hpp"
 
 namespace topoplan {
@@ -42,6 +43,28 @@ void predict_collective(const detail::JsonCursor& r, const Calibration& cal, Cal
   out.predicted = out.metric == "busbw_GBps" ? bytes / cost.time * 2 * (n - 1) / n / 1e9
                                              : cost.time * 1e6;
   out.note = fmt::format("{} GPUs, {} B, {}", g.size, bytes, to_string(cost.algorithm));
+}
+
+void predict_inference(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+  Cluster c = run_cluster(r);
+  Model m(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
+  auto w = r.at("inference");
+  InferenceJob j;
+  j.prompt_len = w.positive_int("prompt_len");
+  j.output_len = w.positive_int("output_len");
+  j.batch = w.positive_int("batch");
+  j.weight_dtype = parse_dtype(w.string("weight_dtype"), r.source());
+  j.kv_dtype = j.weight_dtype;
+  auto pc = r.at("plan");
+  Plan p;
+  p[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
+  p[Dim::pp] = static_cast<int>(pc.positive_int("pp"));
+  p[Dim::dp] = c.gpu_count() / (p[Dim::tp] * p[Dim::pp]);
+  const InferenceEval e = evaluate_inference(c, m, j, p, Mapping::from_order(p), cal);
+  out.predicted = e.end_to_end * 1e3;
+  out.note = fmt::format("token {:.2f} ms: memory {:.2f}, overhead {:.2f}, tp {:.2f}",
+                         e.token_latency * 1e3, e.decode.memory * 1e3, e.decode.overhead * 1e3,
+                         e.decode.tp * 1e3);
 }
 
 void predict_training(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
@@ -105,6 +128,7 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
     res.measured = r.at("measured").positive("value");
     res.checked = r.boolean_or("checked", true);
     if (r.has("collective")) predict_collective(r, cal, res);
+    else if (r.has("inference")) predict_inference(r, cal, res);
     else predict_training(r, cal, res);
     if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
     out.push_back(res);

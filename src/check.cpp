@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "topoplan/units.hpp"
+
 namespace topoplan {
 namespace {
 
@@ -117,6 +119,76 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
            fmt::format("step time {:.3f} s is {:.2f}x the best plan topoplan finds, {}: {:.3f} s "
                        "(limit {:.2f}x)",
                        e.step_time, e.step_time / b, plan_words(r.best_overall->plan), b,
+                       opt.max_gap)});
+  }
+  return r;
+}
+
+CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
+                                const Mapping& mapping, const CheckOptions& opt) {
+  CheckResult r;
+  r.plan = plan;
+  const auto& c = ctx.cluster;
+  PlanError err = check_inference_plan(c, ctx.model, plan);
+  if (err != PlanError::none) {
+    JobSpec none;
+    r.findings.push_back({"invalid-degrees", Severity::error, describe(err, c, ctx.model, none, plan)});
+    return r;
+  }
+  const InferenceEval e = evaluate_inference(c, ctx.model, ctx.job, plan, mapping, ctx.cal);
+  r.inference = e;
+  std::vector<InferenceCandidate> alts;
+  const InferenceCandidate* best = nullptr;
+  for (const Order& o : distinct_orders(plan)) {
+    InferenceCandidate alt{plan, {}};
+    alt.plan.order = o;
+    alt.eval = evaluate_inference(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan),
+                                  ctx.cal);
+    alts.push_back(alt);
+  }
+  for (const auto& alt : alts)
+    if (!best || inference_ranks_before(alt, *best, Objective::latency)) best = &alt;
+  const int i = static_cast<int>(Dim::tp);
+  if (plan[Dim::tp] > 1) {
+    const InferenceCandidate* keep = nullptr;
+    for (const auto& alt : alts)
+      if (!keep || alt.eval.shapes[i].span_tier < keep->eval.shapes[i].span_tier)
+        keep = &alt;
+    if (keep && e.shapes[i].span_tier > keep->eval.shapes[i].span_tier)
+      r.findings.push_back(
+          {"tp-tier", Severity::error,
+           fmt::format("tp groups of {} (first: {}) span {}; order {} keeps them on {}: every token "
+                       "pays {} all-reduces, {:.3f} ms instead of {:.3f} ms ({:.1f}x)",
+                       plan[Dim::tp], sample_group(mapping, Dim::tp), where(c, e.shapes[i]),
+                       short_order_string(keep->plan), where(c, keep->eval.shapes[i]),
+                       2 * ctx.model.spec.layers, e.decode.tp * 1e3, keep->eval.decode.tp * 1e3,
+                       e.decode.tp / keep->eval.decode.tp)});
+  }
+  if (!e.fits)
+    r.findings.push_back({"memory", Severity::error,
+                          fmt::format("needs {:.1f} GiB per GPU (KV cache {:.1f}); the {} has {:.1f} GiB",
+                                      e.memory_total() / units::kGiB, e.memory_kv / units::kGiB,
+                                      c.gpu().name, c.gpu().memory_bytes / units::kGiB)});
+  if (best && e.token_latency > opt.max_slowdown * best->eval.token_latency)
+    r.findings.push_back(
+        {"mapping-slowdown", Severity::error,
+         fmt::format("{:.3f} ms per token is {:.2f}x the {:.3f} ms of order {} with the same degrees "
+                     "(limit {:.2f}x)",
+                     e.token_latency * 1e3, e.token_latency / best->eval.token_latency,
+                     best->eval.token_latency * 1e3, short_order_string(best->plan),
+                     opt.max_slowdown)});
+  InferenceSearchOptions all;
+  all.top_k = 1;
+  InferenceSearchResult overall = search_inference(c, ctx.model, ctx.job, ctx.cal, all);
+  if (!overall.top.empty()) {
+    const auto& b = overall.top.front();
+    if (e.token_latency > opt.max_gap * b.eval.token_latency)
+      r.findings.push_back(
+          {"gap-to-best", Severity::error,
+           fmt::format("{:.3f} ms per token is {:.2f}x the best plan, tp {} pp {} ({}): {:.3f} ms "
+                       "(limit {:.2f}x)",
+                       e.token_latency * 1e3, e.token_latency / b.eval.token_latency, b.plan[Dim::tp],
+                       b.plan[Dim::pp], short_order_string(b.plan), b.eval.token_latency * 1e3,
                        opt.max_gap)});
   }
   return r;

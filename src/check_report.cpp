@@ -56,6 +56,51 @@ std::string check_text(const RunContext& ctx, const CheckResult& r) {
   return out;
 }
 
+namespace {
+
+std::string findings_text(const CheckResult& r) {
+  std::string out;
+  for (const auto& f : r.findings)
+    out += fmt::format("{} [{}] {}\n", to_string(f.severity), f.rule, f.message);
+  int errors = 0, warnings = 0;
+  for (const auto& f : r.findings) (f.severity == Severity::error ? errors : warnings)++;
+  out += fmt::format("{}{} error{}, {} warning{}\n", r.findings.empty() ? "" : "\n", errors,
+                     errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  return out + (r.passed() ? "PASS\n" : "FAIL\n");
+}
+
+nlohmann::ordered_json findings_json(const CheckResult& r) {
+  nlohmann::ordered_json j;
+  j["schema"] = kCheckSchema;
+  j["passed"] = r.passed();
+  auto findings = nlohmann::ordered_json::array();
+  for (const auto& f : r.findings)
+    findings.push_back({{"rule", f.rule}, {"severity", to_string(f.severity)}, {"message", f.message}});
+  j["findings"] = findings;
+  return j;
+}
+
+}  // namespace
+
+std::string check_text(const InferenceContext& ctx, const CheckResult& r) {
+  std::string out = fmt::format("topoplan check --inference: {} on {} x {}\n", ctx.model.spec.name,
+                                ctx.cluster.spec().nodes, ctx.cluster.spec().name);
+  out += fmt::format("plan: tp {} pp {}, order {}\n", r.plan[Dim::tp], r.plan[Dim::pp],
+                     short_order_string(r.plan));
+  if (r.inference)
+    out += fmt::format("predicted {:.3f} ms per token, {:.2f} ms to first token, {:.1f} GiB per GPU\n",
+                       r.inference->token_latency * 1e3, r.inference->ttft * 1e3,
+                       r.inference->memory_total() / (1024.0 * 1024 * 1024));
+  return out + "\n" + findings_text(r);
+}
+
+std::string check_json(const InferenceContext& ctx, const CheckResult& r) {
+  auto j = findings_json(r);
+  j["plan"] = r.inference ? nlohmann::ordered_json::parse(inference_json(ctx, r.plan, *r.inference))
+                          : nlohmann::ordered_json(nullptr);
+  return j.dump(2) + "\n";
+}
+
 std::string check_json(const RunContext& ctx, const CheckResult& r) {
   using nlohmann::ordered_json;
   ordered_json j;

@@ -13,6 +13,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::tree: return "tree";
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::one_shot: return "one-shot";
     case Algorithm::direct: return "direct";
   }
   return "?";
@@ -114,6 +115,13 @@ CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double byte
   if (g.span_tier != 0 || f.nvls[0] <= 0) return {kInf, Algorithm::none};
   const double n = g.size;
   return {f.nvls_latency + 2.0 * (n - 1) / n * bytes / f.nvls[0], Algorithm::nvls};
+}
+
+CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  if (g.span_tier != 0) return {kInf, Algorithm::none};
+  return {f.base_latency + f.latency[0] + (g.size - 1) * bytes / f.bandwidth[0],
+          Algorithm::one_shot};
 }
 
 CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {

@@ -59,6 +59,12 @@ struct Calibration {
   double dp_bucket_params = 40e6;
   /// Fraction of TP communication still exposed when TP overlap (--tp-overlap) is on.
   double tp_overlap_exposed_fraction = 0.25;
+  /// Inference decode: fixed time per layer per generated token (kernel launches and
+  /// synchronisation between the ~10 kernels of a layer), seconds.
+  double decode_layer_overhead = 85e-6;
+  /// Inference: extra time per TP collective in the decode loop (launch and the barrier it
+  /// puts between kernels), seconds.
+  double decode_collective_overhead = 16.5e-6;
   /// Bytes of HBM traffic per parameter in the optimizer step (Adam, fp32 state).
   double optimizer_bytes_per_param = 36.0;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "topoplan/inference.hpp"
 #include "topoplan/report.hpp"
 
 namespace topoplan {
@@ -49,7 +50,8 @@ struct CheckOptions {
 
 struct CheckResult {
   Plan plan;
-  std::optional<Evaluation> eval;  ///< unset when the degrees are invalid
+  std::optional<Evaluation> eval;  ///< training: unset when the degrees are invalid
+  std::optional<InferenceEval> inference;  ///< inference checks: the evaluated plan
   std::vector<Finding> findings;
   std::optional<Candidate> best_same_degrees;  ///< the best order for the same choices
   std::optional<Candidate> best_overall;
@@ -60,8 +62,15 @@ struct CheckResult {
 [[nodiscard]] CheckResult run_check(const RunContext& ctx, const Plan& plan,
                                     const Mapping& mapping, const CheckOptions& opt);
 
+/// The same rules for serving: tiers, memory, and the token latency against the best mapping of
+/// the same degrees and the best plan (--max-slowdown, --max-gap).
+[[nodiscard]] CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
+                                              const Mapping& mapping, const CheckOptions& opt);
+
 [[nodiscard]] std::string check_text(const RunContext& ctx, const CheckResult& r);
 [[nodiscard]] std::string check_json(const RunContext& ctx, const CheckResult& r);
+[[nodiscard]] std::string check_text(const InferenceContext& ctx, const CheckResult& r);
+[[nodiscard]] std::string check_json(const InferenceContext& ctx, const CheckResult& r);
 /// GitHub Actions workflow commands: one ::error / ::warning line per finding.
 [[nodiscard]] std::string check_github(const CheckResult& r);
 /// JUnit XML: one test case per rule, failed ones carry the finding.

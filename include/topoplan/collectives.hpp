@@ -13,7 +13,7 @@
 
 namespace topoplan {
 
-enum class Algorithm : std::uint8_t { none, ring, tree, hierarchical, nvls, direct };
+enum class Algorithm : std::uint8_t { none, ring, tree, hierarchical, nvls, one_shot, direct };
 [[nodiscard]] const char* to_string(Algorithm a);
 
 struct CollectiveCost {
@@ -54,6 +54,9 @@ struct Fabric {
                                                      double bytes);
 /// NVLink SHARP: the switch reduces; for groups inside one server whose tier supports it.
 [[nodiscard]] CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// One-shot all-reduce (inference engines' custom kernel): every GPU reads the others' buffers
+/// over NVSwitch in one step. For groups inside one server; latency-optimal for tiny messages.
+[[nodiscard]] CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// The cheapest of ring, tree and NVLS (ties in that order), and of the hierarchical scheme
 /// when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);

@@ -8,7 +8,8 @@
 
 namespace topoplan {
 
-enum class Dtype { bf16, fp16 };
+/// Number formats: bf16 and fp16 for training; fp8 also for inference weights and KV cache.
+enum class Dtype { bf16, fp16, fp8 };
 
 struct JobSpec {
   std::int64_t seq_len = 4096;       ///< tokens per sequence

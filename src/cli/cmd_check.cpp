@@ -11,6 +11,7 @@ namespace {
 
 struct CheckArgs {
   InputOptions in;
+  InferenceOptions inf;
   PlanOptions plan;
   OutputOptions out;
   CheckOptions rules;
@@ -21,14 +22,25 @@ int run_check_cmd(const CheckArgs& a) {
     throw_input("--max-slowdown", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_slowdown));
   if (!(a.rules.max_gap >= 1.0))
     throw_input("--max-gap", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_gap));
-  Resolved r = resolve_plan(a.in, a.plan);
-  RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
-  CheckResult res = run_check(ctx, r.plan, r.mapping, a.rules);
+  InputOptions io = a.in;
+  io.inference = a.inf.enabled;
+  Resolved r = resolve_plan(io, a.plan);
   const std::string& f = a.out.format;
-  write_output(a.out.path, f == "json"     ? check_json(ctx, res)
-                           : f == "github" ? check_github(res)
-                           : f == "junit"  ? check_junit(res)
-                                           : check_text(ctx, res));
+  CheckResult res;
+  std::string text;
+  if (a.inf.enabled) {
+    InferenceJob job = inference_job(io, a.inf);
+    InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
+    res = run_inference_check(ctx, r.plan, r.mapping, a.rules);
+    text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
+  } else {
+    RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+    res = run_check(ctx, r.plan, r.mapping, a.rules);
+    text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
+  }
+  if (f == "github") text = check_github(res);
+  if (f == "junit") text = check_junit(res);
+  write_output(a.out.path, text);
   return res.passed() ? 0 : 1;
 }
 
@@ -38,6 +50,7 @@ Runner register_check(CLI::App& cmd) {
   auto a = std::make_shared<CheckArgs>();
   add_input_options(cmd, a->in);
   add_plan_options(cmd, a->plan);
+  add_inference_options(cmd, a->inf, false);
   cmd.add_option("--max-slowdown", a->rules.max_slowdown,
                  "fail when the step time exceeds this x the best mapping of the same degrees")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/inference.hpp"
 #include "topoplan/report.hpp"
 
 namespace topoplan::cli {
@@ -9,11 +10,28 @@ namespace {
 
 struct EvaluateArgs {
   InputOptions in;
+  InferenceOptions inf;
   PlanOptions plan;
   OutputOptions out;
 };
 
+int run_inference_evaluate(const EvaluateArgs& a) {
+  InputOptions io = a.in;
+  io.inference = true;
+  Resolved r = resolve_plan(io, a.plan);
+  InferenceJob job = inference_job(io, a.inf);
+  PlanError err = check_inference_plan(r.in.cluster, r.in.model, r.plan);
+  if (err != PlanError::none)
+    throw InputError(describe(err, r.in.cluster, r.in.model, r.in.job, r.plan));
+  InferenceEval e = evaluate_inference(r.in.cluster, r.in.model, job, r.plan, r.mapping, r.in.cal);
+  InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
+  write_output(a.out.path, a.out.format == "json" ? inference_json(ctx, r.plan, e)
+                                                  : inference_text(ctx, r.plan, e));
+  return 0;
+}
+
 int run_evaluate(const EvaluateArgs& a) {
+  if (a.inf.enabled) return run_inference_evaluate(a);
   Resolved r = resolve_plan(a.in, a.plan);
   PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none)
@@ -31,6 +49,7 @@ Runner register_evaluate(CLI::App& cmd) {
   auto a = std::make_shared<EvaluateArgs>();
   add_input_options(cmd, a->in);
   add_plan_options(cmd, a->plan);
+  add_inference_options(cmd, a->inf, false);
   add_output_options(cmd, a->out, {"table", "json"});
   return [a] { return run_evaluate(*a); };
 }

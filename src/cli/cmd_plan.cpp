@@ -4,6 +4,7 @@
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/inference.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/search.hpp"
 
@@ -12,6 +13,7 @@ namespace {
 
 struct PlanArgs {
   InputOptions in;
+  InferenceOptions inf;
   OutputOptions out;
   ChoiceOptions choice;
   int tp = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0, top = 10;
@@ -19,7 +21,30 @@ struct PlanArgs {
   std::string order;
 };
 
+int run_inference_plan(const PlanArgs& a) {
+  InputOptions io = a.in;
+  io.inference = true;
+  Inputs in = load_inputs(io);
+  InferenceJob job = inference_job(io, a.inf);
+  InferenceSearchOptions opt;
+  opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
+  opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
+  opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
+  if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
+  opt.objective = parse_objective(a.inf.objective, "--objective");
+  opt.max_token_latency = a.inf.max_token_latency_ms / 1e3;
+  opt.max_ttft = a.inf.max_ttft_ms / 1e3;
+  opt.top_k = a.top;
+  InferenceSearchResult r = search_inference(in.cluster, in.model, job, in.cal, opt);
+  InferenceContext ctx{in.cluster, in.model, job, in.cal};
+  write_output(a.out.path, a.out.format == "json" ? inference_search_json(ctx, r, opt.objective)
+                                                  : inference_search_text(ctx, r, opt.objective));
+  return r.top.empty() ? 1 : 0;
+}
+
 int run_plan(const PlanArgs& a) {
+  if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
+  if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
   SearchOptions opt;
   opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
@@ -54,6 +79,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
+  add_inference_options(cmd, a->inf, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
   cmd.add_flag("--variants", a->variants,
                "list every variant, not only the best of each degrees and micro-batch");

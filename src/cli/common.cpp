@@ -65,6 +65,38 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
                  "the Megatron-LM arguments a training script passes, as one string");
 }
 
+void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
+  cmd.add_flag("--inference", o.enabled, "plan serving (prefill + decode) instead of training");
+  cmd.add_option("--prompt-len", o.prompt_len, "(inference) prompt tokens")->capture_default_str();
+  cmd.add_option("--output-len", o.output_len, "(inference) generated tokens")->capture_default_str();
+  cmd.add_option("--batch", o.batch, "(inference) concurrent sequences per replica")
+      ->capture_default_str();
+  cmd.add_option("--kv-dtype", o.kv_dtype, "(inference) KV cache format: bf16, fp16, fp8 (default: --dtype)");
+  if (search) {
+    cmd.add_option("--objective", o.objective, "(inference) latency or throughput")
+        ->capture_default_str();
+    cmd.add_option("--max-token-latency-ms", o.max_token_latency_ms,
+                   "(inference) only plans with at most this time per token");
+    cmd.add_option("--max-ttft-ms", o.max_ttft_ms,
+                   "(inference) only plans with at most this time to first token");
+  }
+}
+
+InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
+  InferenceJob j;
+  for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len}, std::pair{"--output-len", o.output_len},
+                         std::pair{"--batch", o.batch}})
+    if (v < 1) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
+  j.prompt_len = o.prompt_len;
+  j.output_len = o.output_len;
+  j.batch = o.batch;
+  j.weight_dtype = parse_dtype(io.dtype, "--dtype");
+  j.kv_dtype = o.kv_dtype.empty() ? j.weight_dtype : parse_dtype(o.kv_dtype, "--kv-dtype");
+  if (o.max_token_latency_ms < 0 || o.max_ttft_ms < 0)
+    throw_input("--max-token-latency-ms/--max-ttft-ms", "", "expected a positive number of ms");
+  return j;
+}
+
 void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats) {
   o.format = formats.front();
   std::string names;
@@ -91,6 +123,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
                          : o.global_batch;
   job.dtype = !o.given("--dtype") && from && from->dtype ? *from->dtype
                                                           : parse_dtype(o.dtype, "--dtype");
+  if (job.dtype == Dtype::fp8 && o.inference) job.dtype = Dtype::bf16;  // the training half unused
   job.flash_attention = from && from->flash_attention && !o.given("--no-flash-attention")
                             ? *from->flash_attention
                             : !o.no_flash_attention;

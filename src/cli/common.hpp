@@ -11,6 +11,7 @@
 #include "topoplan/calibration.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/import/plan_source.hpp"
+#include "topoplan/inference.hpp"
 
 namespace topoplan::cli {
 
@@ -25,6 +26,7 @@ struct InputOptions {
   bool tp_overlap = false;
   bool no_overlap_grad_reduce = false;
   std::string calibration;  ///< --calibration FILE
+  bool inference = false;   ///< set by commands running --inference (fp8 weights allowed)
   CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
   [[nodiscard]] bool given(const char* flag) const { return cmd && cmd->count(flag) > 0; }
 };
@@ -46,6 +48,18 @@ struct PlanOptions {
   std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks
   std::string ranks_file;     ///< --ranks: topoplan.ranks/v1, an explicit placement
   std::string megatron_args;  ///< --megatron-args "..."
+};
+
+/// --inference and its workload (plan, evaluate, check).
+struct InferenceOptions {
+  bool enabled = false;
+  std::int64_t prompt_len = 1024;
+  std::int64_t output_len = 256;
+  std::int64_t batch = 1;
+  std::string kv_dtype;  ///< empty: as --dtype
+  std::string objective = "latency";
+  double max_token_latency_ms = 0;
+  double max_ttft_ms = 0;
 };
 
 struct OutputOptions {
@@ -74,6 +88,10 @@ void add_input_options(CLI::App& cmd, InputOptions& o);
 /// `searched`: the help says the default is searched (plan) rather than a fixed value.
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched);
 void add_plan_options(CLI::App& cmd, PlanOptions& o);
+/// `search`: also the objective and the latency bounds (plan).
+void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search);
+/// The inference workload; the weights' format is --dtype (bf16, fp16 or fp8).
+[[nodiscard]] InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o);
 /// `formats` lists the accepted --format values; the first is the default.
 void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats);
 

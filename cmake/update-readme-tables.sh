@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Regenerates the README's generated tables (accuracy and calibration constants) from the built
+# binary: run after changing the cost model or the calibration. The readme.* tests check them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build/topoplan}
+replace() {  # section, command...
+  local section=$1; shift
+  local body; body=$("$@")
+  python3 - "$section" "$body" <<'PY'
+import sys
+section, body = sys.argv[1], sys.argv[2]
+text = open("README.md").read()
+begin, end = f"<!-- {section}:begin -->\n", f"<!-- {section}:end -->"
+a = text.index(begin) + len(begin)
+b = text.index(end)
+open("README.md", "w").write(text[:a] + body + "\n" + text[b:])
+PY
+}
+replace calibrate "$bin" calibrate --format markdown
+replace constants "$bin" calibrate --constants --format markdown

@@ -1,0 +1,134 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "topoplan/check.hpp"
+#include "topoplan/inference.hpp"
+
+using namespace topoplan;
+
+namespace {
+
+Plan plan(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
+  Plan p;
+  p[Dim::tp] = tp;
+  p[Dim::pp] = pp;
+  p[Dim::dp] = dp;
+  p.order = parse_order(order, "--order");
+  return p;
+}
+
+InferenceEval run(const Cluster& c, const Model& m, const InferenceJob& j, const Plan& p,
+                  const Calibration& cal = Calibration{}) {
+  REQUIRE(check_inference_plan(c, m, p) == PlanError::none);
+  return evaluate_inference(c, m, j, p, Mapping::from_order(p), cal);
+}
+
+Model llama2_7b() {
+  ModelSpec s;
+  s.name = "llama2-7b";
+  s.hidden = 4096;
+  s.layers = 32;
+  s.heads = 32;
+  s.kv_heads = 32;
+  s.head_dim = 128;
+  s.ffn = 11008;
+  s.vocab = 32000;
+  s.gated_mlp = true;
+  return Model(s);
+}
+
+}  // namespace
+
+TEST_CASE("the seed's arithmetic: 2 ms of exposed communication per token down to 0.5 ms") {
+  // Llama-3-70B at 8-way TP on one DGX H100, batch 1. Make the per-token TP communication
+  // exactly 2.0 ms on one interconnect and 0.5 ms on a faster one (160 all-reduces per token).
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3-70b");
+  InferenceJob j;
+  j.prompt_len = 512;
+  j.output_len = 128;
+  Calibration cal;
+  cal.collective_base_latency = 0;
+  cal.links[static_cast<int>(Link::nvlink4)].step_latency = 0;
+  cal.decode_collective_overhead = 0;
+  const double bytes_only = run(c, m, j, plan(8, 1, 1), cal).decode.tp;
+  REQUIRE(bytes_only < 0.5e-3);
+  auto with_comm = [&](double per_token) {
+    Calibration k = cal;
+    k.decode_collective_overhead = (per_token - bytes_only) / 160.0;
+    return run(c, m, j, plan(8, 1, 1), k);
+  };
+  InferenceEval slow = with_comm(2.0e-3), fast = with_comm(0.5e-3);
+  CHECK(slow.decode.tp == Approx(2.0e-3));
+  CHECK(fast.decode.tp == Approx(0.5e-3));
+  const double rest = slow.token_latency - slow.decode.tp;  // memory + overhead: unchanged
+  CHECK(fast.token_latency - fast.decode.tp == Approx(rest));
+  CHECK(fast.decode_tokens_per_s / slow.decode_tokens_per_s ==
+        Approx((rest + 2.0e-3) / (rest + 0.5e-3)));
+  CHECK(slow.decode_tokens_per_s == Approx(1.0 / slow.token_latency));
+}
+
+TEST_CASE("Llama-2-7B on H100: within 15% of the published latencies, and why 8x buys ~1.6x") {
+  // NVIDIA NeMo docs, TensorRT-LLM, 128 in / 20 out, batch 1: TP 1 153.8 ms, TP 8 97.6 ms.
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = llama2_7b();
+  InferenceJob j;
+  j.prompt_len = 128;
+  j.output_len = 20;
+  InferenceEval tp1 = run(c, m, j, plan(1, 1, 8));
+  InferenceEval tp8 = run(c, m, j, plan(8, 1, 1));
+  CHECK(tp1.end_to_end == Approx(153.8e-3).epsilon(0.15));
+  CHECK(tp8.end_to_end == Approx(97.6e-3).epsilon(0.15));
+  const double speedup = tp1.end_to_end / tp8.end_to_end;
+  CHECK(speedup > 1.3);
+  CHECK(speedup < 2.0);
+  // The explanation: TP 8 divides the weight reads by 8, but the per-layer overhead stays and
+  // 64 latency-bound all-reduces per token are added; together they dominate the token.
+  CHECK(tp8.weight_read == Approx(tp1.weight_read / 8).epsilon(0.02));
+  CHECK(tp8.decode.overhead == Approx(tp1.decode.overhead));
+  CHECK(tp8.decode.overhead + tp8.decode.tp > 3 * tp8.decode.memory);
+  CHECK(tp8.comm_share > 0.2);
+}
+
+TEST_CASE("decode with TP across servers ranks far below TP inside a server, and check flags it") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("llama3-70b");
+  InferenceJob j;
+  j.prompt_len = 1024;
+  j.output_len = 256;
+  InferenceSearchOptions o;
+  o.top_k = 50;
+  InferenceSearchResult r = search_inference(c, m, j, Calibration{}, o);
+  REQUIRE_FALSE(r.top.empty());
+  CHECK(r.top.front().eval.shapes[0].span_tier == 0);
+  const double best = r.top.front().eval.token_latency;
+  for (const auto& cand : r.top)
+    if (cand.plan[Dim::tp] == 8 && cand.eval.shapes[0].span_tier == 1)
+      CHECK(cand.eval.token_latency > 1.25 * best);
+  // The same degrees, TP taken across the two servers.
+  InferenceContext ctx{c, m, j, Calibration{}};
+  Plan across = plan(8, 1, 2, "dp-tp");
+  CheckResult bad = run_inference_check(ctx, across, Mapping::from_order(across), CheckOptions{});
+  CHECK_FALSE(bad.passed());
+  bool tier = false;
+  for (const auto& f : bad.findings) tier = tier || f.rule == "tp-tier";
+  CHECK(tier);
+  Plan inside = plan(8, 1, 2);
+  CHECK(run_inference_check(ctx, inside, Mapping::from_order(inside), CheckOptions{}).passed());
+}
+
+TEST_CASE("inference memory: weights and the KV cache for the batch at full length") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3-70b");
+  InferenceJob j;
+  j.prompt_len = 4096;
+  j.output_len = 4096;
+  j.batch = 64;
+  InferenceEval e = run(c, m, j, plan(8, 1, 1));
+  // KV: 64 x 8192 tokens x 80 layers x 2 x 1024 (8 KV heads x 128) x 2 B / 8 GPUs = 21.5 GB.
+  CHECK(e.memory_kv == Approx(64.0 * 8192 * 80 * 2 * 1024 * 2 / 8));
+  j.kv_dtype = Dtype::fp8;
+  CHECK(run(c, m, j, plan(8, 1, 1)).memory_kv == Approx(e.memory_kv / 2));
+  j.batch = 512;
+  CHECK_FALSE(run(c, m, j, plan(8, 1, 1)).fits);
+}
