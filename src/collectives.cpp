@@ -136,13 +136,25 @@ CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
   return best;
 }
 
+std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f, const GroupShape& g,
+                                                            double bytes) {
+  std::array<double, Cluster::kMaxTiers> t{};
+  if (g.size <= 1 || bytes <= 0) return t;
+  const double n = g.size;
+  double inside = 1;  // members in the same tier-(k-1) domain, this GPU included
+  for (int k = 0; k <= g.span_tier; ++k) {
+    const double members = k < g.span_tier ? g.per_domain[k] : n;
+    t[k] = (members - inside) / n * bytes / f.bandwidth[k];
+    inside = members;
+  }
+  return t;
+}
+
 CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return {};
-  const double n = g.size;
-  const double r = members_per_server(g);
-  const double intra = (r - 1) / n * bytes / f.bandwidth[0];
-  const double cross = g.span_tier >= 1 ? (n - r) / n * bytes / f.bandwidth[g.span_tier] : 0.0;
-  return {base(f, g.span_tier) + f.latency[g.span_tier] + std::max(intra, cross), Algorithm::direct};
+  double slowest = 0;
+  for (double t : all_to_all_per_tier(f, g, bytes)) slowest = std::max(slowest, t);
+  return {base(f, g.span_tier) + f.latency[g.span_tier] + slowest, Algorithm::direct};
 }
 
 CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes) {

@@ -7,12 +7,20 @@
 namespace topoplan {
 
 PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
-  if (p[Dim::cp] != 1 || p[Dim::ep] != 1) return PlanError::unsupported_dim;
-  if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
-  const int tp = p[Dim::tp];
+  const std::int64_t target = j.gpus > 0 ? j.gpus : c.gpu_count();
+  if (target > c.gpu_count()) return PlanError::gpus;
+  if (p.world() != target) return PlanError::world_mismatch;
+  const int tp = p[Dim::tp], cp = p[Dim::cp], ep = p[Dim::ep];
   if (m.spec.heads % tp != 0) return PlanError::tp_heads;
   if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
-  if (m.spec.ffn % tp != 0) return PlanError::tp_ffn;
+  if (m.spec.ffn % tp != 0 || (m.spec.moe() && m.spec.expert_ffn % tp != 0)) return PlanError::tp_ffn;
+  if (cp > 1 && j.seq_len % (2 * cp) != 0) return PlanError::cp_seq;
+  if (ep > 1) {
+    if (!m.spec.moe()) return PlanError::ep_dense;
+    if (m.spec.experts % ep != 0) return PlanError::ep_experts;
+    if ((static_cast<std::int64_t>(p[Dim::dp]) * cp) % ep != 0) return PlanError::ep_dp;
+    if (expert_pp_mismatch(p)) return PlanError::ep_order;
+  }
   const std::int64_t stages = static_cast<std::int64_t>(p[Dim::pp]) * p.vpp;
   if (p.vpp < 1 || stages > m.spec.layers) return PlanError::pp_layers;
   if (p.vpp > 1 && m.spec.layers % stages != 0) return PlanError::pp_layers;
@@ -36,8 +44,14 @@ const char* short_reason(PlanError e) {
     case PlanError::pp_layers: return "pp x vpp does not fit the layers";
     case PlanError::vpp_microbatches: return "interleaving needs microbatches divisible by pp";
     case PlanError::batch: return "dp x micro-batch does not divide the global batch";
-    case PlanError::unsupported_dim: return "cp/ep > 1 not modelled yet";
+    case PlanError::unsupported_dim: return "dimension not modelled on this path";
     case PlanError::zero_stage: return "ZeRO stage outside 0-3";
+    case PlanError::cp_seq: return "2 x cp does not divide the sequence";
+    case PlanError::ep_dense: return "ep on a dense model";
+    case PlanError::ep_experts: return "ep does not divide the experts";
+    case PlanError::ep_dp: return "ep does not divide dp x cp";
+    case PlanError::ep_order: return "order gives experts other pipeline groups";
+    case PlanError::gpus: return "more GPUs than the cluster has";
   }
   return "?";
 }
@@ -48,8 +62,15 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
   switch (e) {
     case PlanError::none: return "ok";
     case PlanError::world_mismatch:
-      return fmt::format("--tp/--pp/--dp: {} x {} x {} = {} GPUs, but the cluster has {}", tp,
-                         p[Dim::pp], p[Dim::dp], p.world(), c.gpu_count());
+      if (p[Dim::cp] > 1)
+        return fmt::format("--tp/--cp/--pp/--dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
+                           p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
+                           j.gpus > 0 ? j.gpus : c.gpu_count());
+      return fmt::format("--tp/--pp/--dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp],
+                         p[Dim::dp], p.world(), j.gpus > 0 ? "--gpus is" : "the cluster has",
+                         j.gpus > 0 ? j.gpus : c.gpu_count());
+    case PlanError::gpus:
+      return fmt::format("--gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
     case PlanError::tp_heads:
       return fmt::format("--tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
                          m.spec.heads);
@@ -74,7 +95,22 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       return fmt::format("--micro-batch: dp {} x micro-batch {} does not divide the global batch {}",
                          p[Dim::dp], p.micro_batch, j.global_batch);
     case PlanError::unsupported_dim:
-      return "--cp/--ep: context and expert parallelism are not modelled yet";
+      return "--ep: expert parallelism is not modelled for inference yet";
+    case PlanError::cp_seq:
+      return fmt::format("--cp: 2 x cp = {} does not divide the sequence length {}",
+                         2 * p[Dim::cp], j.seq_len);
+    case PlanError::ep_dense:
+      return fmt::format("--ep: {} is a dense model (no experts)", m.spec.name);
+    case PlanError::ep_experts:
+      return fmt::format("--ep: {} does not divide {}'s {} experts", p[Dim::ep], m.spec.name,
+                         m.spec.experts);
+    case PlanError::ep_dp:
+      return fmt::format("--ep: {} does not divide dp x cp = {}", p[Dim::ep],
+                         p[Dim::dp] * p[Dim::cp]);
+    case PlanError::ep_order:
+      return fmt::format("--order: with {} expert layers (ep {}) would get other pipeline groups "
+                         "than dense layers (cp {}); Megatron-LM requires them equal",
+                         order_string(p.order), p[Dim::ep], p[Dim::cp]);
     case PlanError::zero_stage:
       return fmt::format("--zero: expected 0, 1, 2 or 3, got {}", p.zero);
   }
@@ -109,13 +145,17 @@ struct StageParams {
   [[nodiscard]] double max() const { return std::max(first, last); }
 };
 
-/// Parameters held by one GPU of the first and of the last pipeline stage.
-StageParams stage_params(const Model& m, const Plan& p) {
+/// Parameters held by one GPU of the first and of the last pipeline stage, and of those the
+/// routed experts' (sharded over ep x tp instead of tp).
+StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu = nullptr) {
   const double t = p[Dim::tp];
+  const double ep = p[Dim::ep];
   const int pp = p[Dim::pp];
   const double layers = static_cast<double>((m.spec.layers + pp - 1) / pp);
   const auto& k = m.counts;
-  const double body = layers * static_cast<double>(k.layer_params) / t;
+  const double expert = layers * static_cast<double>(k.layer_expert_params) / (t * ep);
+  const double body = layers * static_cast<double>(k.layer_params - k.layer_expert_params) / t + expert;
+  if (experts_per_gpu) *experts_per_gpu = expert;
   const double emb = static_cast<double>(k.embedding_params) / t;
   // Tied embeddings keep a copy of the word embedding on the last stage.
   const double head = static_cast<double>(k.head_params) / t +
@@ -149,6 +189,8 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
 double exposed_comm(const Evaluation& e, Dim d) {
   switch (d) {
     case Dim::tp: return e.time.tp;
+    case Dim::cp: return e.time.cp;
+    case Dim::ep: return e.time.ep;
     case Dim::pp: return e.time.pp;
     case Dim::dp: return e.time.dp;
     default: return 0;
@@ -158,6 +200,8 @@ double exposed_comm(const Evaluation& e, Dim d) {
 double total_comm(const Evaluation& e, Dim d) {
   switch (d) {
     case Dim::tp: return e.comm.tp;
+    case Dim::cp: return e.comm.cp;
+    case Dim::ep: return e.comm.ep;
     case Dim::pp: return e.comm.pp;
     case Dim::dp: return e.comm.dp;
     default: return 0;
@@ -169,6 +213,7 @@ namespace {
 /// Seconds per token on one GPU for one layer (and for the logits), by kind of work.
 struct LayerWork {
   double matmul_s = 0;
+  double attention_fwd_s = 0;  ///< the attention core's forward (what ring attention hides behind)
   double elementwise_s = 0;
   double logits_matmul_s = 0;
   double logits_elementwise_s = 0;
@@ -206,6 +251,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
 
   LayerWork w;
   w.matmul_s = flops / rate;
+  w.attention_fwd_s = attn / rate;
   w.elementwise_s = elements * dtype_bytes(j.dtype) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s = 12.0 * static_cast<double>(m.spec.vocab) / t / hbm;  // fp32 softmax
@@ -214,121 +260,55 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
 
 }  // namespace
 
-Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
-                    const Mapping& map, const Calibration& cal) {
-  Evaluation e;
-  const Fabric fab = make_fabric(c, cal);
+PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                 const Calibration& cal) {
+  PlanCore core;
   const auto& k = m.counts;
-  const int tp = p[Dim::tp], pp = p[Dim::pp], dp = p[Dim::dp], cp = p[Dim::cp];
+  const int tp = p[Dim::tp], pp = p[Dim::pp], dp = p[Dim::dp], cp = p[Dim::cp], ep = p[Dim::ep];
   const int v = p.vpp;
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
   const double bytes = dtype_bytes(j.dtype);
   // The slowest stage holds ceil(layers / pp) layers (uneven splits put the extra on it).
-  const double layers_per_stage =
-      static_cast<double>((m.spec.layers + pp - 1) / pp);
-  const int mbs = static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
-  e.microbatches = mbs;
-
-  for (int d = 0; d < kDims; ++d) e.shapes[d] = dimension_shape(c, map, static_cast<Dim>(d));
-  const GroupShape& tp_shape = e.shapes[static_cast<int>(Dim::tp)];
-  const GroupShape& pp_shape = e.shapes[static_cast<int>(Dim::pp)];
-  const GroupShape& dp_shape = e.shapes[static_cast<int>(Dim::dp)];
+  core.layers_per_stage = static_cast<double>((m.spec.layers + pp - 1) / pp);
+  core.moe_layers_per_stage =
+      core.layers_per_stage * static_cast<double>(k.moe_layers) / static_cast<double>(m.spec.layers);
+  core.microbatches =
+      static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
+  const int mbs = core.microbatches;
 
   // Compute for one microbatch on the slowest stage (the last: it also runs the logits).
   const double tokens = static_cast<double>(p.micro_batch) * s / cp;
   const LayerWork w = layer_work(m, j, p, cal, c.gpu());
-  const double t_matmul = tokens * (layers_per_stage * w.matmul_s + w.logits_matmul_s);
-  const double t_elem = tokens * (layers_per_stage * w.elementwise_s + w.logits_elementwise_s);
-  const double t_compute = t_matmul + t_elem;
+  core.t_matmul = tokens * (core.layers_per_stage * w.matmul_s + w.logits_matmul_s);
+  core.t_elementwise = tokens * (core.layers_per_stage * w.elementwise_s + w.logits_elementwise_s);
+  core.t_attention_fwd = tokens * w.attention_fwd_s;
 
-  // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed),
-  // each on the microbatch's activations. Sequence parallelism turns each all-reduce into an
-  // all-gather plus a reduce-scatter of the same volume. With TP overlap only a calibrated
-  // fraction stays exposed.
-  double t_tp_total = 0;
-  if (tp > 1) {
-    const double act = tokens * h * bytes;
-    const int per_layer = p.recompute == Recompute::full ? 6 : 4;
-    CollectiveCost one;
-    if (p.sequence_parallel) {
-      one = ring_all_gather(fab, tp_shape, act);
-      one.time += ring_reduce_scatter(fab, tp_shape, act).time;
-    } else {
-      one = all_reduce(fab, tp_shape, act);
-    }
-    e.algorithms[static_cast<int>(Dim::tp)] = one.algorithm;
-    t_tp_total = layers_per_stage * per_layer * one.time;
-  }
-  const double t_tp = j.tp_comm_overlap ? t_tp_total * cal.tp_overlap_exposed_fraction : t_tp_total;
+  // Message sizes. TP: the microbatch's activations. CP: one K/V chunk (this rank's tokens, its
+  // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.
+  core.tp_bytes = tokens * h * bytes;
+  core.tp_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
+  core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
+  core.ep_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  core.pp_bytes = tokens * h * bytes / (p.sequence_parallel ? tp : 1);
 
-  // PP: each model chunk boundary sends the microbatch's activations forward and gradients back
-  // (sharded by tp under sequence parallelism). In the steady state the sends overlap compute;
-  // the fill and the drain each wait for pp x vpp - 1 of them.
-  double t_p2p = 0;
-  if (pp > 1) {
-    const double act = tokens * h * bytes / (p.sequence_parallel ? tp : 1);
-    CollectiveCost one = send_recv(fab, pp_shape.span_tier, act);
-    e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
-    t_p2p = one.time;
-  }
-
-  const double t_mb = t_compute + t_tp;
-  e.compute.matmul = mbs * t_matmul;
-  e.compute.elementwise = mbs * t_elem;
-  e.time.compute = mbs * t_compute;
-  e.time.tp = mbs * t_tp;
-  e.time.bubble = (pp - 1) * t_mb / v;
-  e.time.pp = pp > 1 ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p : 0.0;
-  e.comm.tp = mbs * t_tp_total;
-  e.comm.pp = mbs * 2.0 * v * t_p2p;
-
-  // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
-  // bucket, or whatever exceeds the window, is exposed; all of it without --overlap-grad-reduce.
-  //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
-  //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
-  //           all-gather of the updated parameters.
-  //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
-  //           backward; then the parameter all-gather, exposed.
-  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward; all three
-  //           hide behind that microbatch's compute where they fit.
-  const StageParams params = stage_params(m, p);
+  double experts_gpu = 0;
+  const StageParams params = stage_params(m, p, &experts_gpu);
   const double params_gpu = params.max();
-  const double grad_bytes_per_param =
+  const double grad_bytes =
       j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
-  if (dp > 1) {
-    const double grad_bytes = params_gpu * grad_bytes_per_param;
-    CollectiveCost grad = p.zero == 0 ? all_reduce(fab, dp_shape, grad_bytes)
-                                      : ring_reduce_scatter(fab, dp_shape, grad_bytes);
-    e.algorithms[static_cast<int>(Dim::dp)] = grad.algorithm;
-    const double gather = ring_all_gather(fab, dp_shape, params_gpu * bytes).time;
-    const double window = j.overlap_grad_reduce ? t_compute * 2.0 / 3.0 : 0.0;
-    const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
-    auto overlapped = [&](double comm, double hide) {
-      return std::max(comm - hide, comm * last_bucket);
-    };
-    switch (p.zero) {
-      case 0:
-        e.time.dp = overlapped(grad.time, window);
-        e.comm.dp = grad.time;
-        break;
-      case 1:
-        e.time.dp = overlapped(grad.time, window) + gather;
-        e.comm.dp = grad.time + gather;
-        break;
-      case 2:
-        e.time.dp = mbs * overlapped(grad.time, window) + gather;
-        e.comm.dp = mbs * grad.time + gather;
-        break;
-      default:
-        e.time.dp = mbs * overlapped(grad.time + 2 * gather, j.overlap_grad_reduce ? t_compute : 0.0);
-        e.comm.dp = mbs * (grad.time + 2 * gather);
-        break;
-    }
-  }
-
-  const double opt_params = p.zero >= 1 ? params_gpu / dp : params_gpu;
-  e.time.optimizer = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+  const double dense_gpu = params_gpu - experts_gpu;
+  core.params_gpu = params_gpu;
+  core.dense_grad_bytes = dense_gpu * grad_bytes;
+  core.expert_grad_bytes = experts_gpu * grad_bytes;
+  core.dense_param_bytes = dense_gpu * bytes;
+  core.expert_param_bytes = experts_gpu * bytes;
+  // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
+  const double dense_rep = static_cast<double>(dp) * cp;
+  const double expert_rep = dense_rep / ep;
+  const double opt_params = p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
+  core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
 
   // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
   // 1F1B keeps min(pp, m) microbatches in flight on the first stage; interleaving multiplies
@@ -337,33 +317,190 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
   if (v > 1) in_flight *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
-  double act_first = layer_act * layers_per_stage * in_flight;
-  double act_last = layer_act * layers_per_stage;
+  double act_first = layer_act * core.layers_per_stage * in_flight;
+  double act_last = layer_act * core.layers_per_stage;
   if (p.recompute == Recompute::full) {  // one layer's full activations while recomputing
     const double working = layer_activation_bytes(m, j, p, Recompute::selective);
     act_first += working;
     act_last += working;
   }
+  auto sharded = [&](double per_param, int min_stage) {
+    // Bytes per GPU of a per-parameter state that ZeRO shards from `min_stage` on.
+    if (p.zero < min_stage) return per_param;
+    return per_param * ((params_gpu - experts_gpu) / dense_rep + experts_gpu / expert_rep) / params_gpu;
+  };
   auto fill = [&](MemoryBreakdown& mem, double params_stage, double act, double logits) {
-    mem.weights = params_stage * bytes / (p.zero >= 3 ? dp : 1);
-    mem.gradients = params_stage * grad_bytes_per_param / (p.zero >= 2 ? dp : 1);
-    mem.optimizer = params_stage * 12.0 / (p.zero >= 1 ? dp : 1);
+    mem.weights = params_stage * sharded(bytes, 3);
+    mem.gradients = params_stage * sharded(grad_bytes, 2);
+    mem.optimizer = params_stage * sharded(12.0, 1);
     mem.activations = act;
     mem.other = cal.reserved_bytes + logits;
   };
   const double logits_bytes = tokens * static_cast<double>(m.spec.vocab) / tp * 4.0;  // fp32
   fill(mem_first, params.first, act_first, pp == 1 ? logits_bytes : 0.0);
   fill(mem_last, params.last, act_last, logits_bytes);
-  e.memory = mem_first.total() >= mem_last.total() ? mem_first : mem_last;
-  e.fits = e.memory.total() <= c.gpu().memory_bytes;
+  core.memory = mem_first.total() >= mem_last.total() ? mem_first : mem_last;
+  core.fits = core.memory.total() <= c.gpu().memory_bytes * (1.0 - j.memory_headroom);
+  core.model_flops = static_cast<double>(j.global_batch) * s * model_flops_per_token(k, m.spec.layers, s);
+  return core;
+}
+
+PlanShapes plan_shapes(const Cluster& c, const Mapping& map) {
+  PlanShapes sh;
+  for (int d = 0; d < kDims; ++d) sh.dims[d] = dimension_shape(c, map, static_cast<Dim>(d));
+  sh.grad = combine_shapes(sh.dims[static_cast<int>(Dim::dp)], sh.dims[static_cast<int>(Dim::cp)]);
+  sh.expert_grad = map.degree(Dim::ep) > 1 ? expert_dp_shape(c, map) : sh.grad;
+  return sh;
+}
+
+Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, const Cluster& c,
+                  const JobSpec& j, const Plan& p, const Calibration& cal) {
+  Evaluation e;
+  const int tp = p[Dim::tp], pp = p[Dim::pp], cp = p[Dim::cp], ep = p[Dim::ep];
+  const int v = p.vpp;
+  const int mbs = core.microbatches;
+  e.microbatches = mbs;
+  e.shapes = sh.dims;
+  e.expert_dp_shape = sh.expert_grad;
+  const GroupShape& tp_shape = sh.dims[static_cast<int>(Dim::tp)];
+  const GroupShape& pp_shape = sh.dims[static_cast<int>(Dim::pp)];
+  const double t_compute = core.t_matmul + core.t_elementwise;
+
+  // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed).
+  // Sequence parallelism turns each all-reduce into an all-gather plus a reduce-scatter of the
+  // same volume. With TP overlap only a calibrated fraction stays exposed.
+  double t_tp_total = 0;
+  if (tp > 1) {
+    CollectiveCost one;
+    if (p.sequence_parallel) {
+      one = ring_all_gather(fab, tp_shape, core.tp_bytes);
+      one.time += ring_reduce_scatter(fab, tp_shape, core.tp_bytes).time;
+    } else {
+      one = all_reduce(fab, tp_shape, core.tp_bytes);
+    }
+    e.algorithms[static_cast<int>(Dim::tp)] = one.algorithm;
+    t_tp_total = core.layers_per_stage * core.tp_per_layer * one.time;
+  }
+  const double t_tp = j.tp_comm_overlap ? t_tp_total * cal.tp_overlap_exposed_fraction : t_tp_total;
+
+  // CP (ring attention): per layer, cp - 1 ring steps pass K/V chunks forward, and K/V plus their
+  // gradients backward (twice the bytes); they overlap the attention core that uses them.
+  double t_cp = 0, t_cp_total = 0;
+  if (cp > 1) {
+    const GroupShape& g = sh.dims[static_cast<int>(Dim::cp)];
+    const double step = fab.latency[g.span_tier] + core.cp_bytes / ring_bandwidth(fab, g);
+    const double fwd = fab.base_latency + (cp - 1) * step;
+    const double bwd = fab.base_latency + (cp - 1) * 2.0 * step;
+    const int fwd_passes = p.recompute == Recompute::full ? 2 : 1;
+    const double attn = core.t_attention_fwd;
+    t_cp = core.layers_per_stage *
+           (fwd_passes * std::max(0.0, fwd - attn) + std::max(0.0, bwd - 2.0 * attn));
+    t_cp_total = core.layers_per_stage * (fwd_passes * fwd + bwd);
+    e.algorithms[static_cast<int>(Dim::cp)] = Algorithm::ring;
+  }
+
+  // EP: per MoE layer, an all-to-all dispatch and combine forward, the same backward (and again
+  // for a recomputed forward), exposed.
+  double t_ep = 0;
+  if (ep > 1 && core.moe_layers_per_stage > 0) {
+    const GroupShape& g = sh.dims[static_cast<int>(Dim::ep)];
+    CollectiveCost one = all_to_all(fab, g, core.ep_bytes);
+    e.algorithms[static_cast<int>(Dim::ep)] = one.algorithm;
+    const double count = core.moe_layers_per_stage * core.ep_per_layer;
+    t_ep = count * one.time;
+    const auto tiers = all_to_all_per_tier(fab, g, core.ep_bytes);
+    for (int k = 0; k < Cluster::kMaxTiers; ++k) e.ep_per_tier[k] = mbs * count * tiers[k];
+  }
+
+  // PP: each model chunk boundary sends the microbatch's activations forward and gradients back.
+  // In the steady state the sends overlap compute; the fill and the drain each wait for
+  // pp x vpp - 1 of them.
+  double t_p2p = 0;
+  if (pp > 1) {
+    CollectiveCost one = send_recv(fab, pp_shape.span_tier, core.pp_bytes);
+    e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
+    t_p2p = one.time;
+  }
+
+  const double t_mb = t_compute + t_tp + t_cp + t_ep;
+  e.compute.matmul = mbs * core.t_matmul;
+  e.compute.elementwise = mbs * core.t_elementwise;
+  e.time.compute = mbs * t_compute;
+  e.time.tp = mbs * t_tp;
+  e.time.cp = mbs * t_cp;
+  e.time.ep = mbs * t_ep;
+  e.time.bubble = (pp - 1) * t_mb / v;
+  e.time.pp = pp > 1 ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p : 0.0;
+  e.comm.tp = mbs * t_tp_total;
+  e.comm.cp = mbs * t_cp_total;
+  e.comm.ep = mbs * t_ep;
+  e.comm.pp = mbs * 2.0 * v * t_p2p;
+
+  // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
+  // bucket, or whatever exceeds the window, is exposed; all of it without --overlap-grad-reduce.
+  // Dense gradients reduce over dp x cp, expert gradients over expert-dp.
+  //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
+  //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
+  //           all-gather of the updated parameters.
+  //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
+  //           backward; then the parameter all-gather, exposed.
+  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward; all three
+  //           hide behind that microbatch's compute where they fit.
+  const double params_gpu = core.params_gpu;
+  const bool any_dp = sh.grad.size > 1 || sh.expert_grad.size > 1;
+  if (any_dp && params_gpu > 0) {
+    auto reduce = [&](const GroupShape& g, double grad_bytes, double param_bytes,
+                      CollectiveCost& grad, double& gather) {
+      grad = p.zero == 0 ? all_reduce(fab, g, grad_bytes) : ring_reduce_scatter(fab, g, grad_bytes);
+      gather = ring_all_gather(fab, g, param_bytes).time;
+    };
+    CollectiveCost g_dense, g_expert;
+    double gather_dense = 0, gather_expert = 0;
+    reduce(sh.grad, core.dense_grad_bytes, core.dense_param_bytes, g_dense, gather_dense);
+    reduce(sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, g_expert, gather_expert);
+    e.algorithms[static_cast<int>(Dim::dp)] = g_dense.algorithm;
+    const double grad = g_dense.time + g_expert.time;
+    const double gather = gather_dense + gather_expert;
+    const double window = j.overlap_grad_reduce ? t_compute * 2.0 / 3.0 : 0.0;
+    const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
+    auto overlapped = [&](double comm, double hide) {
+      return std::max(comm - hide, comm * last_bucket);
+    };
+    switch (p.zero) {
+      case 0:
+        e.time.dp = overlapped(grad, window);
+        e.comm.dp = grad;
+        break;
+      case 1:
+        e.time.dp = overlapped(grad, window) + gather;
+        e.comm.dp = grad + gather;
+        break;
+      case 2:
+        e.time.dp = mbs * overlapped(grad, window) + gather;
+        e.comm.dp = mbs * grad + gather;
+        break;
+      default:
+        e.time.dp = mbs * overlapped(grad + 2 * gather, j.overlap_grad_reduce ? t_compute : 0.0);
+        e.comm.dp = mbs * (grad + 2 * gather);
+        break;
+    }
+  }
+  e.time.optimizer = core.optimizer_time;
+  e.memory = core.memory;
+  e.fits = core.fits;
 
   e.step_time = e.time.total();
-  const double step_tokens = static_cast<double>(j.global_batch) * s;
+  const double step_tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
   e.tokens_per_s = step_tokens / e.step_time;
-  const double model_flops = step_tokens * model_flops_per_token(k, m.spec.layers, s);
-  e.model_flops_per_gpu = model_flops / e.step_time / static_cast<double>(c.gpu_count());
+  const double gpus = static_cast<double>(p.world());
+  e.model_flops_per_gpu = core.model_flops / e.step_time / gpus;
   e.mfu = e.model_flops_per_gpu / c.gpu().peak_flops;
   return e;
+}
+
+Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                    const Mapping& map, const Calibration& cal) {
+  return finish(prepare(c, m, j, p, cal), plan_shapes(c, map), make_fabric(c, cal), c, j, p, cal);
 }
 
 }  // namespace topoplan

@@ -17,7 +17,7 @@ Objective parse_objective(const std::string& s, const std::string& what) {
 const char* to_string(Objective o) { return o == Objective::latency ? "latency" : "throughput"; }
 
 PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) {
-  if (p[Dim::cp] != 1 || p[Dim::ep] != 1) return PlanError::unsupported_dim;
+  if (p[Dim::cp] != 1 || p[Dim::ep] != 1) return PlanError::unsupported_dim;  // not modelled
   if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
   const int tp = p[Dim::tp];
   if (m.spec.heads % tp != 0) return PlanError::tp_heads;
@@ -49,9 +49,11 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
                                                                              : gpu.peak_flops;
   const double gemm = peak * cal.gemm_efficiency[static_cast<int>(gpu.arch)];
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
-  const double kv_split = std::min<double>(tp, static_cast<double>(m.spec.kv_heads));
-  // KV cache per token per layer on one GPU: K and V for its share of the KV heads.
-  const double kv_token_layer = 2.0 * k.kv_dim * kv_bytes / kv_split;
+  const double kv_split =
+      k.kv_cache_split ? std::min<double>(tp, static_cast<double>(m.spec.kv_heads)) : 1.0;
+  // KV cache per token per layer on one GPU: K and V for its share of the KV heads (MLA: the
+  // whole compressed latent on every TP rank).
+  const double kv_token_layer = k.kv_cache_elems * kv_bytes / kv_split;
   const double layer_weights = static_cast<double>(k.layer_params) / tp * w_bytes;
   const double head_weights = static_cast<double>(m.spec.vocab * m.spec.hidden) / tp * w_bytes;
 

@@ -121,7 +121,7 @@ std::int64_t JsonCursor::positive_int(std::string_view key) const {
 
 std::int64_t JsonCursor::int_at_least_or(std::string_view key, std::int64_t min,
                                          std::int64_t fallback) const {
-  if (!has(key)) return fallback;
+  if (!has(key) || node_->at(std::string(key)).is_null()) return fallback;  // null: unset (HF)
   const auto& v = member(key);
   bool ok = v.is_number_integer() ||
             (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());

@@ -126,12 +126,14 @@ void fold_worst(GroupShape& acc, const GroupShape& g, bool first) {
 
 }  // namespace
 
-GroupShape dimension_shape_by_groups(const Cluster& c, const Mapping& m, Dim d) {
+namespace {
+
+GroupShape layout_shape_by_groups(const Cluster& c, const Mapping& m, const Layout& l, Dim d) {
   GroupShape worst;
-  if (m.degree(d) <= 1) return worst;
+  if (l.degree[static_cast<int>(d)] <= 1) return worst;
   bool first = true;
-  std::vector<int> devs(static_cast<std::size_t>(m.degree(d)));
-  for (const auto& g : m.groups(d)) {
+  std::vector<int> devs(static_cast<std::size_t>(l.degree[static_cast<int>(d)]));
+  for (const auto& g : layout_groups(l, m.world(), d)) {
     for (std::size_t i = 0; i < g.size(); ++i) devs[i] = m.device(g[i]);
     fold_worst(worst, shape_of_devices(c, devs), first);
     first = false;
@@ -139,15 +141,15 @@ GroupShape dimension_shape_by_groups(const Cluster& c, const Mapping& m, Dim d) 
   return worst;
 }
 
-GroupShape dimension_shape(const Cluster& c, const Mapping& m, Dim d) {
+GroupShape layout_shape(const Cluster& c, const Mapping& m, const Layout& l, Dim d) {
   GroupShape g;
-  const int n = m.degree(d);
+  const int n = l.degree[static_cast<int>(d)];
   g.size = n;
   if (n <= 1) return g;
-  if (!m.identity()) return dimension_shape_by_groups(c, m, d);
+  if (!m.identity()) return layout_shape_by_groups(c, m, l, d);
   // Members are base + i*s. Decide per tier from divisibility alone; fall back when the groups
   // are not aligned with the domains (then groups differ and each must be walked).
-  const std::int64_t s = m.stride(d);
+  const std::int64_t s = l.stride[static_cast<int>(d)];
   const std::int64_t span = s * n;
   for (int k = 0; k < c.tier_count(); ++k) {
     const std::int64_t D = c.domain_size(k);
@@ -160,10 +162,35 @@ GroupShape dimension_shape(const Cluster& c, const Mapping& m, Dim d) {
     } else if (s < D && D % s == 0 && span % D == 0) {
       g.per_domain[k] = static_cast<int>(D / s);
     } else {
-      return dimension_shape_by_groups(c, m, d);
+      return layout_shape_by_groups(c, m, l, d);
     }
   }
   g.span_tier = c.tier_count() - 1;
+  return g;
+}
+
+}  // namespace
+
+GroupShape dimension_shape_by_groups(const Cluster& c, const Mapping& m, Dim d) {
+  return layout_shape_by_groups(c, m, m.layout_of(d), d);
+}
+
+GroupShape dimension_shape(const Cluster& c, const Mapping& m, Dim d) {
+  return layout_shape(c, m, m.layout_of(d), d);
+}
+
+GroupShape expert_dp_shape(const Cluster& c, const Mapping& m) {
+  return layout_shape(c, m, m.expert(), Dim::dp);
+}
+
+GroupShape combine_shapes(const GroupShape& a, const GroupShape& b) {
+  if (a.size <= 1) return b;
+  if (b.size <= 1) return a;
+  GroupShape g;
+  g.size = a.size * b.size;
+  g.span_tier = std::max(a.span_tier, b.span_tier);
+  for (int k = 0; k < g.span_tier; ++k)
+    g.per_domain[k] = (a.crosses(k) ? a.per_domain[k] : a.size) * (b.crosses(k) ? b.per_domain[k] : b.size);
   return g;
 }
 

@@ -28,20 +28,50 @@ void validate(const ModelSpec& m, const std::string& source) {
 ModelCounts count(const ModelSpec& m) {
   ModelCounts c;
   const std::int64_t h = m.hidden;
-  const std::int64_t q = m.heads * m.head_dim;
-  const std::int64_t kv = m.kv_heads * m.head_dim;
-  const std::int64_t attn = h * q + 2 * h * kv + q * h;             // Q, K, V, output
-  const std::int64_t mlp = (m.gated_mlp ? 3 : 2) * h * m.ffn;        // up (+gate), down
+  std::int64_t attn = 0, q = 0, kv = 0;
+  double scores = 0;  // forward FLOPs per token per unit of sequence length
+  if (m.mla()) {
+    const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    const std::int64_t q_proj = m.q_lora_rank > 0
+                                    ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * m.heads * qk
+                                    : h * m.heads * qk;
+    attn = q_proj + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank +
+           m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim) + m.heads * m.v_head_dim * h;
+    q = m.heads * m.v_head_dim;
+    kv = m.heads * m.v_head_dim;
+    scores = 2.0 * static_cast<double>(m.heads) * static_cast<double>(qk + m.v_head_dim);
+    c.kv_cache_elems = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
+    c.kv_cache_split = false;
+  } else {
+    q = m.heads * m.head_dim;
+    kv = m.kv_heads * m.head_dim;
+    attn = h * q + 2 * h * kv + q * h;  // Q, K, V, output
+    scores = 4.0 * static_cast<double>(q);  // QK^T and AV
+    c.kv_cache_elems = 2.0 * static_cast<double>(kv);
+  }
+  const std::int64_t mats = m.gated_mlp ? 3 : 2;
+  const std::int64_t dense_mlp = mats * h * m.ffn;
   const std::int64_t bias = m.biases ? (q + 2 * kv) + h + m.ffn * (m.gated_mlp ? 2 : 1) + h : 0;
   const std::int64_t norms = 2 * h * (m.layernorm_bias ? 2 : 1);
-  c.layer_params = attn + mlp + bias + norms;
+  const std::int64_t expert = mats * h * m.expert_ffn;
+  c.moe_layers = m.moe() ? m.layers - m.first_dense_layers : 0;
+  const std::int64_t dense_layers = m.layers - c.moe_layers;
+  const std::int64_t moe_mlp = m.experts * expert + m.shared_experts * expert + h * m.experts;
+  const std::int64_t all_layers = m.layers * (attn + bias + norms) + dense_layers * dense_mlp +
+                                  c.moe_layers * moe_mlp;
+  c.layer_params = all_layers / m.layers;
+  c.layer_expert_params = c.moe_layers * m.experts * expert / m.layers;
   c.embedding_params = m.vocab * h + m.positions * h;
   c.head_params = (m.tied_embeddings ? 0 : m.vocab * h) + h * (m.layernorm_bias ? 2 : 1);
-  c.total_params = m.layers * c.layer_params + c.embedding_params + c.head_params;
+  c.total_params = all_layers + c.embedding_params + c.head_params;
   c.q_dim = static_cast<double>(q);
   c.kv_dim = static_cast<double>(kv);
-  c.layer_matmul_flops = 2.0 * static_cast<double>(attn + mlp);
-  c.layer_attention_flops_per_seq = 4.0 * static_cast<double>(q);  // QK^T and AV
+  const double active_moe = static_cast<double>(m.top_k * expert + m.shared_experts * expert + h * m.experts);
+  c.layer_matmul_flops =
+      2.0 * (static_cast<double>(attn) +
+             (static_cast<double>(dense_layers * dense_mlp) + static_cast<double>(c.moe_layers) * active_moe) /
+                 static_cast<double>(m.layers));
+  c.layer_attention_flops_per_seq = scores;
   c.logits_flops = 2.0 * static_cast<double>(m.vocab * h);
   return c;
 }
@@ -105,6 +135,31 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
     m.ffn = c.positive_int("intermediate_size");
     m.vocab = c.positive_int("vocab_size");
     m.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
+    // Mixtral: num_local_experts x intermediate_size; DeepSeek: n_routed_experts x
+    // moe_intermediate_size, n_shared_experts, first_k_dense_replace.
+    if (c.has("num_local_experts")) {
+      m.experts = c.positive_int("num_local_experts");
+      m.expert_ffn = m.ffn;
+    } else if (c.has("n_routed_experts") && !c.node().at("n_routed_experts").is_null()) {
+      m.experts = c.positive_int("n_routed_experts");
+      m.expert_ffn = c.positive_int("moe_intermediate_size");
+      m.shared_experts = c.int_at_least_or("n_shared_experts", 0, 0);
+      m.first_dense_layers = c.int_at_least_or("first_k_dense_replace", 0, 0);
+    }
+    if (m.experts > 0) {
+      m.top_k = c.positive_int("num_experts_per_tok");
+      if (m.top_k > m.experts) c.fail("num_experts_per_tok", fmt::format("at most the {} experts", m.experts));
+      if (m.first_dense_layers >= m.layers)
+        c.fail("first_k_dense_replace", fmt::format("fewer than the {} layers", m.layers));
+    }
+    if (c.has("kv_lora_rank") && !c.node().at("kv_lora_rank").is_null()) {
+      m.kv_lora_rank = c.positive_int("kv_lora_rank");
+      m.q_lora_rank = c.int_at_least_or("q_lora_rank", 0, 0);
+      m.qk_nope_head_dim = c.positive_int("qk_nope_head_dim");
+      m.qk_rope_head_dim = c.positive_int("qk_rope_head_dim");
+      m.v_head_dim = c.positive_int("v_head_dim");
+      m.kv_heads = m.heads;
+    }
     std::string act = c.opt_string("hidden_act").value_or("silu");
     m.gated_mlp = act == "silu" || act == "swiglu" || act == "gelu_pytorch_tanh";
     m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted

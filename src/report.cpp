@@ -63,6 +63,8 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
                         {"elementwise_s", sig(e.compute.elementwise)}};
   j["breakdown"] = {{"compute_s", sig(e.time.compute)},
                     {"tp_exposed_s", sig(e.time.tp)},
+                    {"cp_exposed_s", sig(e.time.cp)},
+                    {"ep_exposed_s", sig(e.time.ep)},
                     {"pp_exposed_s", sig(e.time.pp)},
                     {"bubble_s", sig(e.time.bubble)},
                     {"dp_exposed_s", sig(e.time.dp)},
@@ -76,6 +78,12 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
                           {"algorithm", to_string(e.algorithms[i])},
                           {"total_s", sig(total_comm(e, d))},
                           {"exposed_s", sig(exposed_comm(e, d))}};
+  }
+  if (p[Dim::ep] > 1) {
+    ordered_json tiers = ordered_json::object();
+    for (int k = 0; k <= e.shapes[static_cast<int>(Dim::ep)].span_tier; ++k)
+      tiers[c.tier_name(k)] = sig(e.ep_per_tier[k]);
+    comm["ep"]["all_to_all_by_tier_s"] = tiers;
   }
   j["communication"] = comm;
   j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory.weights), 4)},
@@ -117,7 +125,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   if (r.top.empty()) return out;
   const Candidate& w = r.top.front();
   const auto& c = ctx.cluster;
-  for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
     const int i = static_cast<int>(d);
     if (w.plan[d] <= 1) continue;
     const double exposed = exposed_comm(w.eval, d);
@@ -135,7 +143,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   }
   if (worst.eval.step_time > w.eval.step_time) {
     std::string where;
-    for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+    for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
       if (w.plan[d] <= 1) continue;
       where += fmt::format("{}{} on {}", where.empty() ? "" : ", ", to_string(d),
                            span_name(c, worst.eval.shapes[static_cast<int>(d)]));
@@ -162,7 +170,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
 
 std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
   std::string out = "topoplan plan: " + context_line(ctx) + "\n";
-  out += fmt::format("costed {} plans ({} do not fit in memory)", r.evaluated, r.out_of_memory);
+  out += fmt::format("costed {} plans; {} more do not fit in memory", r.evaluated, r.out_of_memory);
   std::int64_t rejected = 0;
   for (const auto& [why, n] : r.rejected) rejected += n;
   if (rejected) {
@@ -183,17 +191,18 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
-  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:>3}  {:<10} {:>4} {:<9} {:>3}  {:>9} {:>11} "
+  out += fmt::format("{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} "
                      "{:>8} {:>6} {:>8}  {:<7} {:<7} {:<7}\n",
-                     "rank", "tp", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s",
+                     "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s",
                      "tokens/s", "TFLOP/s", "MFU", "mem GiB", "tp on", "pp on", "dp on");
   int rank = 1;
   for (const auto& cand : r.top) {
     const auto& e = cand.eval;
     out += fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {:>4} {:>3}  {:<10} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
+        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
         "{:>5.1f}% {:>8.1f}  {:<7} {:<7} {:<7}\n",
-        rank++, cand.plan[Dim::tp], cand.plan[Dim::pp], cand.plan[Dim::dp],
+        rank++, cand.plan[Dim::tp], cand.plan[Dim::cp], cand.plan[Dim::ep], cand.plan[Dim::pp],
+        cand.plan[Dim::dp],
         cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan), cand.plan.zero,
         to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-", e.step_time,
         thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu,
@@ -230,10 +239,12 @@ std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluati
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, vpp {}, order {} ({} "
+  out += fmt::format("plan: tp {}{}{} pp {} dp {}, micro-batch {}, vpp {}, order {} ({} "
                      "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
                      "parallelism {}\n\n",
-                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, p.vpp,
+                     p[Dim::tp], p[Dim::cp] > 1 ? fmt::format(" cp {}", p[Dim::cp]) : "",
+                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", p[Dim::pp],
+                     p[Dim::dp], p.micro_batch, p.vpp,
                      order_string(p.order), e.microbatches, p.zero, to_string(p.recompute),
                      p.sequence_parallel ? "on" : "off");
   out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
@@ -252,6 +263,8 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("  of it matmul", e.compute.matmul);
   row("  of it element-wise", e.compute.elementwise);
   row("tp communication", e.time.tp);
+  if (p[Dim::cp] > 1) row("cp k/v exchange", e.time.cp);
+  if (p[Dim::ep] > 1) row("ep all-to-all", e.time.ep);
   row("pp sends (fill, drain)", e.time.pp);
   row("pipeline bubble", e.time.bubble);
   row("dp communication", e.time.dp);
@@ -260,7 +273,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   out += "\ncommunication per dimension\n";
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10} {:>10}\n", "dim", "degree",
                      "spans", "per server", "algorithm", "total s", "exposed s");
-  for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
     const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
     const GroupShape& g = e.shapes[i];
@@ -268,6 +281,12 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
     out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10.3f} {:>10.3f}\n", to_string(d),
                        p[d], span_name(c, g), per_server, to_string(e.algorithms[i]),
                        total_comm(e, d), exposed_comm(e, d));
+  }
+  if (p[Dim::ep] > 1) {
+    out += "  ep all-to-all by tier (transfer per step; the tiers run at once):";
+    for (int k = 0; k <= e.shapes[static_cast<int>(Dim::ep)].span_tier; ++k)
+      out += fmt::format(" {} {:.3f} s", c.tier_name(k), e.ep_per_tier[k]);
+    out += "\n";
   }
   out += "\nmemory per GPU, most loaded pipeline stage (GiB)\n";
   out += fmt::format("  weights {:.1f}  gradients {:.1f}  optimizer {:.1f}  activations {:.1f}  "

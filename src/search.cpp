@@ -1,6 +1,9 @@
 #include "topoplan/search.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <fmt/format.h>
 
 #include "topoplan/error.hpp"
@@ -108,99 +111,244 @@ class TopK {
 
 }  // namespace
 
+namespace {
+
+/// Less memory, then the ranking: which of two unfit plans to show.
+bool closer(const Candidate& a, const Candidate& b) {
+  if (a.eval.memory.total() != b.eval.memory.total())
+    return a.eval.memory.total() < b.eval.memory.total();
+  return ranks_before(a, b);
+}
+
+/// One worker's share of a search.
+struct Partial {
+  std::vector<Candidate> top;
+  std::optional<Candidate> closest_unfit;
+  std::int64_t evaluated = 0;
+  std::int64_t out_of_memory = 0;
+  std::vector<std::pair<PlanError, std::int64_t>> rejected;
+  void reject(PlanError e, std::int64_t n = 1) {
+    for (auto& [k, cnt] : rejected)
+      if (k == e) {
+        cnt += n;
+        return;
+      }
+    rejected.emplace_back(e, n);
+  }
+};
+
+/// Costs every choice for one set of degrees: the order-independent core once per choice, each
+/// order's communication from shapes computed once per order. Memory prunes before the orders,
+/// and a micro-batch that does not fit ends the larger ones.
+void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
+                    const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
+                    Partial& out) {
+  Plan base = base_in;
+  const int tp = base[Dim::tp], pp = base[Dim::pp], dp = base[Dim::dp];
+  std::vector<Order> orders =
+      opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
+  std::vector<PlanShapes> shapes;
+  shapes.reserve(orders.size());
+  {
+    std::size_t keep = 0;
+    for (const Order& o : orders) {
+      Plan q = base;
+      q.order = o;
+      if (q[Dim::ep] > 1 && expert_pp_mismatch(q)) {
+        out.reject(PlanError::ep_order);
+        continue;
+      }
+      orders[keep++] = o;
+      shapes.push_back(plan_shapes(c, Mapping::from_order(q)));
+    }
+    orders.resize(keep);
+  }
+  if (orders.empty()) return;
+  const std::int64_t per_dp = j.global_batch % dp == 0 ? j.global_batch / dp : 0;
+  std::vector<int> mbs;
+  for (std::int64_t b = 1; per_dp && b <= per_dp; ++b)
+    if (per_dp % b == 0 && (!opt.micro_batch || b == opt.micro_batch)) mbs.push_back(static_cast<int>(b));
+  if (mbs.empty()) mbs.push_back(opt.micro_batch ? opt.micro_batch : 1);
+  std::vector<int> vpps;
+  if (opt.vpp) {
+    vpps = {opt.vpp};
+  } else {
+    vpps = {1};
+    for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
+      if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
+  }
+  std::vector<int> zeros;
+  if (opt.zero >= 0) zeros = {opt.zero};
+  else if (dp * base[Dim::cp] == 1) zeros = {0};
+  else zeros = {0, 1, 2, 3};
+  std::vector<Recompute> recomputes =
+      opt.recompute ? std::vector<Recompute>{*opt.recompute}
+                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<bool> sps;
+  if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
+  else if (tp == 1) sps = {false};
+  else sps = {false, true};
+
+  Candidate cand;
+  for (int zero : zeros)
+    for (Recompute rc : recomputes)
+      for (bool sp : sps)
+        for (int vpp : vpps)
+          for (int mb : mbs) {  // ascending: once one does not fit, larger ones do not either
+            base.micro_batch = mb;
+            base.vpp = vpp;
+            base.zero = zero;
+            base.recompute = rc;
+            base.sequence_parallel = sp;
+            PlanError err = check_plan(c, m, j, base);
+            if (err != PlanError::none) {
+              out.reject(err);
+              continue;
+            }
+            const PlanCore core = prepare(c, m, j, base, cal);
+            if (!core.fits) {
+              const std::int64_t skipped =
+                  static_cast<std::int64_t>(orders.size()) *
+                  static_cast<std::int64_t>(mbs.end() - std::find(mbs.begin(), mbs.end(), mb));
+              out.out_of_memory += skipped;  // pruned: memory only grows with the micro-batch
+              if (!out.closest_unfit ||
+                  core.memory.total() <= out.closest_unfit->eval.memory.total()) {
+                cand.plan = base;
+                cand.plan.order = orders.front();
+                cand.eval = finish(core, shapes.front(), fab, c, j, cand.plan, cal);
+                if (!out.closest_unfit || closer(cand, *out.closest_unfit)) out.closest_unfit = cand;
+              }
+              break;
+            }
+            for (std::size_t o = 0; o < orders.size(); ++o) {
+              cand.plan = base;
+              cand.plan.order = orders[o];
+              cand.eval = finish(core, shapes[o], fab, c, j, cand.plan, cal);
+              ++out.evaluated;
+              top.offer(cand);
+            }
+          }
+}
+
+std::vector<int> degree_options(std::int64_t n, int fixed, int max) {
+  std::vector<int> out;
+  for (int d : divisors(n))
+    if ((!fixed || d == fixed) && (!max || d <= max || d == fixed)) out.push_back(d);
+  return out;
+}
+
+}  // namespace
+
 SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
                     const SearchOptions& opt) {
   SearchResult r;
-  const int n = c.gpu_count();
-  const int ftp = opt.fixed[static_cast<int>(Dim::tp)];
-  const int fpp = opt.fixed[static_cast<int>(Dim::pp)];
-  const int fdp = opt.fixed[static_cast<int>(Dim::dp)];
-  for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+  const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
+  if (n > c.gpu_count())
+    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, c.gpu_count()));
+  for (Dim d : {Dim::tp, Dim::cp, Dim::pp, Dim::dp, Dim::ep}) {
     const int v = opt.fixed[static_cast<int>(d)];
     if (v < 0 || (v > 0 && n % v != 0))
       throw_input(fmt::format("--{}", to_string(d)), "",
-                  fmt::format("{} does not divide the cluster's {} GPUs", v, n));
+                  fmt::format("{} does not divide the {} GPUs", v, n));
   }
-  std::vector<std::pair<PlanError, std::int64_t>> rejected;
-  auto reject = [&](PlanError e) {
-    for (auto& [k, cnt] : rejected)
-      if (k == e) {
-        ++cnt;
-        return;
-      }
-    rejected.emplace_back(e, 1);
-  };
   if (opt.zero < -1 || opt.zero > 3)
     throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
-  TopK top(opt.top_k, opt.distinct);
-  Candidate cand;
-  const std::vector<Recompute> recomputes =
-      opt.recompute ? std::vector<Recompute>{*opt.recompute}
-                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
-  for (int tp : divisors(n)) {
-    if (ftp && tp != ftp) continue;
-    for (int pp : divisors(n / tp)) {
-      if (fpp && pp != fpp) continue;
-      const int dp = n / tp / pp;
-      if (fdp && dp != fdp) continue;
-      Plan base;
-      base[Dim::tp] = tp;
-      base[Dim::pp] = pp;
-      base[Dim::dp] = dp;
-      const std::int64_t per_dp = j.global_batch % dp == 0 ? j.global_batch / dp : 0;
-      std::vector<int> mbs = per_dp ? divisors(per_dp) : std::vector<int>{1};
-      const std::vector<Order> orders = opt.order ? std::vector<Order>{*opt.order}
-                                                  : distinct_orders(base);
-      // Choices that cannot differ are searched once: ZeRO with dp = 1, SP with tp = 1.
-      std::vector<int> zeros;
-      if (opt.zero >= 0) zeros = {opt.zero};
-      else if (dp == 1) zeros = {0};
-      else zeros = {0, 1, 2, 3};
-      std::vector<bool> sps;
-      if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
-      else if (tp == 1) sps = {false};
-      else sps = {false, true};
-      // Interleaving: 1, or any number of model chunks per stage that divides the layers.
-      std::vector<int> vpps;
-      if (opt.vpp) {
-        vpps = {opt.vpp};
-      } else {
-        vpps = {1};
-        for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
-          if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
+  auto fixed = [&](Dim d) { return opt.fixed[static_cast<int>(d)]; };
+  auto max = [&](Dim d) { return opt.max[static_cast<int>(d)]; };
+
+  // Every set of degrees (tp, cp, pp, dp, ep); divisibility by heads, sequence and experts is
+  // checked here so the workers only see candidates that can run.
+  std::vector<Plan> configs;
+  Partial pre;
+  for (int tp : degree_options(n, fixed(Dim::tp), max(Dim::tp))) {
+    if (m.spec.heads % tp || m.spec.kv_heads % tp) {
+      pre.reject(m.spec.heads % tp ? PlanError::tp_heads : PlanError::tp_kv_heads);
+      continue;
+    }
+    for (int cp : degree_options(n / tp, fixed(Dim::cp), max(Dim::cp))) {
+      if (cp > 1 && j.seq_len % (2 * cp)) {
+        pre.reject(PlanError::cp_seq);
+        continue;
       }
-      for (int mb : mbs)
-      for (int vpp : vpps) {
-        if (opt.micro_batch && mb != opt.micro_batch) continue;
-        base.micro_batch = mb;
-        base.vpp = vpp;
-        PlanError err = check_plan(c, m, j, base);
-        if (err != PlanError::none) {
-          reject(err);
-          continue;
+      if (cp > 1 && !fixed(Dim::cp) && j.seq_len / cp < opt.min_cp_tokens) continue;
+      for (int pp : degree_options(n / tp / cp, fixed(Dim::pp), max(Dim::pp))) {
+        if (pp > m.spec.layers) continue;
+        const int dp = n / tp / cp / pp;
+        if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
+        std::vector<int> eps{1};
+        if (m.spec.moe()) eps = degree_options(static_cast<std::int64_t>(dp) * cp, fixed(Dim::ep), max(Dim::ep));
+        else if (fixed(Dim::ep) > 1) pre.reject(PlanError::ep_dense);
+        for (int ep : eps) {
+          if (fixed(Dim::ep) && ep != fixed(Dim::ep)) continue;
+          if (m.spec.moe() && m.spec.experts % ep) {
+            pre.reject(PlanError::ep_experts);
+            continue;
+          }
+          Plan p;
+          p[Dim::tp] = tp;
+          p[Dim::cp] = cp;
+          p[Dim::pp] = pp;
+          p[Dim::dp] = dp;
+          p[Dim::ep] = ep;
+          configs.push_back(p);
         }
-        for (int zero : zeros)
-          for (Recompute rc : recomputes)
-            for (bool sp : sps)
-              for (const Order& o : orders) {
-                cand.plan = base;
-                cand.plan.order = o;
-                cand.plan.zero = zero;
-                cand.plan.recompute = rc;
-                cand.plan.sequence_parallel = sp;
-                cand.eval = evaluate(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
-                ++r.evaluated;
-                if (!cand.eval.fits) {
-                  ++r.out_of_memory;
-                  if (!r.closest_unfit ||
-                      cand.eval.memory.total() < r.closest_unfit->eval.memory.total())
-                    r.closest_unfit = cand;
-                  continue;
-                }
-                top.offer(cand);
-              }
       }
     }
+  }
+
+  const Fabric fab = make_fabric(c, cal);
+  const int threads = std::max(1, std::min<int>(opt.threads, static_cast<int>(configs.size())));
+  std::vector<Partial> parts(static_cast<std::size_t>(threads));
+  std::vector<TopK> tops;
+  for (int t = 0; t < threads; ++t) tops.emplace_back(opt.top_k, opt.distinct);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::int64_t> costed{0};
+  auto work = [&](int t) {
+    for (std::size_t i = next.fetch_add(1); i < configs.size(); i = next.fetch_add(1)) {
+      const std::int64_t before = parts[t].evaluated;
+      search_degrees(c, m, j, cal, fab, opt, configs[i], tops[t], parts[t]);
+      costed.fetch_add(parts[t].evaluated - before, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  if (!opt.progress) {
+    work(0);
+  } else {
+    std::atomic<bool> done{false};
+    std::thread main_worker([&] { work(0); done = true; });
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      opt.progress(configs.empty() ? 1.0 : std::min(1.0, static_cast<double>(next.load()) / configs.size()),
+                   costed.load());
+    }
+    main_worker.join();
+  }
+  for (auto& th : pool) th.join();
+
+  // Merge in a fixed order; the ranking is a total order, so the result is the same for any
+  // number of threads.
+  TopK top(opt.top_k, opt.distinct);
+  std::vector<std::pair<PlanError, std::int64_t>> rejected = pre.rejected;
+  parts.push_back(std::move(pre));
+  for (std::size_t t = 0; t < parts.size(); ++t) {
+    Partial& p = parts[t];
+    if (t < tops.size())
+      for (const auto& cand : tops[t].take()) top.offer(cand);
+    r.evaluated += p.evaluated;
+    r.out_of_memory += p.out_of_memory;
+    if (p.closest_unfit && (!r.closest_unfit || closer(*p.closest_unfit, *r.closest_unfit)))
+      r.closest_unfit = p.closest_unfit;
+    if (t + 1 < parts.size())
+      for (const auto& [e, cnt] : p.rejected) {
+        bool found = false;
+        for (auto& [k, c2] : rejected)
+          if (k == e) {
+            c2 += cnt;
+            found = true;
+          }
+        if (!found) rejected.emplace_back(e, cnt);
+      }
   }
   r.top = top.take();
   if (!r.top.empty()) r.closest_unfit.reset();

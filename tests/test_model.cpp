@@ -86,6 +86,25 @@ TEST_CASE("a Hugging Face GPT-2 config.json reads with its defaults") {
   CHECK(Model(m).counts.total_params == 124'439'808);  // GPT-2 small, as published
 }
 
+TEST_CASE("MoE presets: parameters and active FLOPs match the published sizes") {
+  // Mixtral 8x7B: 46.7B parameters, 12.9B active per token.
+  Model mix = test::preset_model("mixtral-8x7b");
+  CHECK(mix.spec.moe());
+  CHECK(static_cast<double>(mix.counts.total_params) == Approx(46.7e9).epsilon(0.002));
+  const double active_mix = mix.counts.layer_matmul_flops / 2 * 32 + 2.0 * 32000 * 4096;
+  CHECK(active_mix == Approx(12.9e9).epsilon(0.01));
+  // DeepSeek-V3: 671B parameters, 37B activated (without the 14B MTP module).
+  Model ds = test::preset_model("deepseek-v3");
+  CHECK(ds.spec.mla());
+  CHECK(ds.counts.moe_layers == 58);
+  CHECK(static_cast<double>(ds.counts.total_params) == Approx(671e9).epsilon(0.002));
+  const double active_ds = ds.counts.layer_matmul_flops / 2 * 61 + 2.0 * 129280 * 7168;
+  CHECK(active_ds == Approx(37e9).epsilon(0.03));
+  // MLA caches the compressed latent: 512 + 64 elements per token per layer, not split by TP.
+  CHECK(ds.counts.kv_cache_elems == 576);
+  CHECK_FALSE(ds.counts.kv_cache_split);
+}
+
 TEST_CASE("Llama config.json keys: GQA and gated MLP") {
   Model m = test::preset_model("llama3-70b");
   CHECK(m.spec.kv_heads == 8);
@@ -105,5 +124,5 @@ TEST_CASE("bad model input is one clear line") {
         "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})", "config.json"),
       "config.json: num_key_value_heads: expected a divisor of num_attention_heads (32), got 5");
   CHECK_THROWS_WITH(load_model("no-such-model", "--model"),
-                    Catch::StartsWith("--model: 'no-such-model' is neither a preset (gpt3-175b"));
+                    Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt3-175b"));
 }

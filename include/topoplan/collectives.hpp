@@ -60,9 +60,13 @@ struct Fabric {
 /// The cheapest of ring, tree and NVLS (ties in that order), and of the hierarchical scheme
 /// when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
-/// All-to-all of `bytes` per GPU (bytes/n to every member): server-mates over NVLink, the rest
-/// over the GPU's share of the slowest tier crossed, concurrently.
+/// All-to-all of `bytes` per GPU (bytes/n to every member): the share for peers that meet at
+/// each tier crosses that tier at the GPU's bandwidth there, all tiers at once.
 [[nodiscard]] CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes);
+/// The same, per tier: seconds of transfer to the peers that meet at each tier.
+[[nodiscard]] std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f,
+                                                                         const GroupShape& g,
+                                                                         double bytes);
 /// Pipelined ring broadcast of `bytes` from one member.
 [[nodiscard]] CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes);
 /// One point-to-point send of `bytes` between GPUs that meet at `tier` (-1: same GPU, free).

@@ -18,11 +18,15 @@ namespace topoplan {
 struct TimeBreakdown {
   double compute = 0;    ///< microbatches x compute of the slowest stage
   double tp = 0;         ///< exposed tensor-parallel collectives
+  double cp = 0;         ///< exposed context-parallel K/V exchange (beyond the attention it hides behind)
+  double ep = 0;         ///< exposed expert-parallel all-to-alls (dispatch and combine)
   double pp = 0;         ///< exposed pipeline sends (fill and drain; the steady state hides them)
   double bubble = 0;     ///< pipeline fill and drain: (pp-1)/vpp x one microbatch's time
   double dp = 0;         ///< exposed data-parallel gradient reduction and parameter gather
   double optimizer = 0;  ///< the optimizer step (HBM-bound)
-  [[nodiscard]] double total() const { return compute + tp + pp + bubble + dp + optimizer; }
+  [[nodiscard]] double total() const {
+    return compute + tp + cp + ep + pp + bubble + dp + optimizer;
+  }
 };
 
 /// How the compute time divides: matrix multiplies (at the calibrated efficiency) and
@@ -35,6 +39,8 @@ struct ComputeSplit {
 /// Seconds per step each dimension spends communicating, hidden or not.
 struct CommTotals {
   double tp = 0;
+  double cp = 0;
+  double ep = 0;
   double pp = 0;
   double dp = 0;
 };
@@ -62,8 +68,14 @@ enum class PlanError : unsigned char {
                        ///< interleaving with layers not divisible by pp x vpp)
   vpp_microbatches,    ///< interleaving needs the microbatches to be a multiple of pp
   batch,               ///< DP x micro-batch does not divide the global batch
-  unsupported_dim,     ///< CP or EP > 1 (not modelled yet)
+  unsupported_dim,     ///< a dimension this path does not model (EP for inference)
   zero_stage,          ///< ZeRO stage outside 0-3
+  cp_seq,              ///< 2 x CP does not divide the sequence (load-balanced causal chunks)
+  ep_dense,            ///< EP > 1 on a model without experts
+  ep_experts,          ///< EP does not divide the experts
+  ep_dp,               ///< EP does not divide dp x cp (expert layers re-divide those ranks)
+  ep_order,            ///< expert and dense layers would get different pipeline groups
+  gpus,                ///< more GPUs than the cluster has
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
@@ -90,6 +102,9 @@ struct Evaluation {
   MemoryBreakdown memory;
   std::array<GroupShape, kDims> shapes{};      ///< worst group shape per dimension
   std::array<Algorithm, kDims> algorithms{};   ///< collective chosen per dimension
+  GroupShape expert_dp_shape;                  ///< expert gradients' group (MoE)
+  /// EP all-to-all seconds per step by tier (transfer only; the slowest tier sets the time).
+  std::array<double, Cluster::kMaxTiers> ep_per_tier{};
 };
 
 /// Seconds per step a dimension's communication is exposed / spends in total (0 if not modelled).
@@ -99,5 +114,43 @@ struct Evaluation {
 /// Scores a plan that passed check_plan. Pure; allocates nothing for order-based mappings.
 [[nodiscard]] Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Plan& p, const Mapping& map, const Calibration& cal);
+
+/// Everything about a plan that the order string does not change: compute, memory and the
+/// message sizes. The search computes it once and then costs each order's communication.
+struct PlanCore {
+  int microbatches = 0;
+  double layers_per_stage = 0;
+  double moe_layers_per_stage = 0;
+  double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
+  double t_attention_fwd = 0;              ///< one microbatch's attention core per layer (CP hides behind it)
+  double tp_bytes = 0;                     ///< one TP collective's buffer
+  int tp_per_layer = 0;
+  double cp_bytes = 0;                     ///< one K/V chunk a CP rank passes on
+  double ep_bytes = 0;                     ///< one all-to-all's buffer per GPU
+  int ep_per_layer = 0;
+  double pp_bytes = 0;
+  double params_gpu = 0;                                 ///< parameters on one GPU
+  double dense_grad_bytes = 0, expert_grad_bytes = 0;    ///< per GPU
+  double dense_param_bytes = 0, expert_param_bytes = 0;  ///< per GPU, for the ZeRO all-gathers
+  double optimizer_time = 0;
+  MemoryBreakdown memory;
+  bool fits = false;
+  double model_flops = 0;  ///< per step
+};
+
+/// Shapes of every group kind a plan communicates over.
+struct PlanShapes {
+  std::array<GroupShape, kDims> dims{};
+  GroupShape grad;         ///< dense gradients: dp x cp
+  GroupShape expert_grad;  ///< expert gradients: expert-dp
+};
+
+[[nodiscard]] PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                               const Calibration& cal);
+[[nodiscard]] PlanShapes plan_shapes(const Cluster& c, const Mapping& map);
+/// The order-dependent part: communication over the shapes, then the totals.
+[[nodiscard]] Evaluation finish(const PlanCore& core, const PlanShapes& shapes, const Fabric& fab,
+                                const Cluster& c, const JobSpec& j, const Plan& p,
+                                const Calibration& cal);
 
 }  // namespace topoplan

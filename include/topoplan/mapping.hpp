@@ -76,5 +76,10 @@ class Mapping {
 [[nodiscard]] GroupShape dimension_shape(const Cluster& c, const Mapping& m, Dim d);
 /// The same by walking every group (the reference the fast path is tested against).
 [[nodiscard]] GroupShape dimension_shape_by_groups(const Cluster& c, const Mapping& m, Dim d);
+/// The worst shape of the expert-data-parallel groups (expert layout's dp dimension).
+[[nodiscard]] GroupShape expert_dp_shape(const Cluster& c, const Mapping& m);
+/// The shape of groups that vary two dimensions together (data parallelism over dp x cp), from
+/// the two dimensions' shapes: members per domain multiply.
+[[nodiscard]] GroupShape combine_shapes(const GroupShape& a, const GroupShape& b);
 
 }  // namespace topoplan

@@ -21,11 +21,28 @@ struct ModelSpec {
   bool tied_embeddings = false;  ///< output layer shares the input embedding
   bool biases = false;           ///< linear layers carry biases (GPT)
   bool layernorm_bias = false;   ///< LayerNorm (weight + bias) rather than RMSNorm (weight)
+  // Mixture of experts (experts = 0: dense). MoE layers replace the MLP with `experts` routed
+  // experts of size expert_ffn (each token uses top_k) plus `shared_experts` always-on ones.
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t expert_ffn = 0;
+  std::int64_t shared_experts = 0;
+  std::int64_t first_dense_layers = 0;  ///< leading layers that keep a dense MLP of size ffn
+  // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank = 0: standard attention).
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  [[nodiscard]] bool moe() const { return experts > 0; }
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
 };
 
 /// Counts derived once from a spec. Parameters are elements; FLOPs are per token.
 struct ModelCounts {
-  std::int64_t layer_params = 0;      ///< one transformer layer
+  std::int64_t layer_params = 0;      ///< one transformer layer (average over dense and MoE layers)
+  std::int64_t layer_expert_params = 0;  ///< of which routed experts (average per layer)
+  std::int64_t moe_layers = 0;        ///< layers with routed experts
   std::int64_t embedding_params = 0;  ///< token (+ position) embeddings
   std::int64_t head_params = 0;       ///< output layer (0 when tied) + final norm
   std::int64_t total_params = 0;
@@ -38,6 +55,10 @@ struct ModelCounts {
   double layer_attention_flops_per_seq = 0;
   /// Forward FLOPs per token of the logits.
   double logits_flops = 0;
+  /// KV cache elements per token per layer (compressed latent for MLA), and whether tensor
+  /// parallelism splits it (by KV head) or every TP rank holds all of it (MLA).
+  double kv_cache_elems = 0;
+  bool kv_cache_split = true;
 };
 
 /// Validates a spec; InputError names `source` and the field.

@@ -1,6 +1,7 @@
 #pragma once
 /// Exhaustive search over degrees, micro-batch sizes and order strings, keeping the top K.
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,11 @@ namespace topoplan {
 
 struct SearchOptions {
   std::array<int, kDims> fixed{};  ///< 0: searched; otherwise that degree is fixed
+  /// Upper bounds on searched degrees (0: none). CP defaults to at most 32.
+  std::array<int, kDims> max{0, 32, 0, 0, 0};
+  /// A searched CP degree keeps at least this many tokens of each sequence per rank (ring
+  /// attention on shorter chunks is not worth its exchanges); a fixed --cp is not limited.
+  std::int64_t min_cp_tokens = 1024;
   int micro_batch = 0;             ///< 0: searched
   int vpp = 0;                     ///< 0: searched (1 and every interleaving that fits)
   std::optional<Order> order;      ///< unset: every order of the dimensions > 1
@@ -23,6 +29,10 @@ struct SearchOptions {
   /// true: list only the best plan of each (degrees, micro-batch); false: every variant (vpp,
   /// ZeRO, recomputation, sequence parallelism, order) that is not an exact mirror.
   bool distinct = false;
+  int threads = 1;  ///< worker threads; the result does not depend on it
+  /// Called on the calling thread about every 100 ms: fraction of configurations done, plans
+  /// costed so far. For progress bars; may be empty.
+  std::function<void(double, std::int64_t)> progress;
 };
 
 struct Candidate {
@@ -42,8 +52,8 @@ struct SearchResult {
   /// same cost and memory (mirror layouts) appear once, under the best-ranked order.
   std::vector<Candidate> top;
   std::optional<Candidate> closest_unfit;  ///< the plan needing the least memory, when none fit
-  std::int64_t evaluated = 0;    ///< plans costed
-  std::int64_t out_of_memory = 0;
+  std::int64_t evaluated = 0;    ///< plans costed (communication and totals)
+  std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
 };
 

@@ -1,4 +1,7 @@
 #include <memory>
+#include <thread>
+
+#include "cli/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +19,9 @@ struct PlanArgs {
   InferenceOptions inf;
   OutputOptions out;
   ChoiceOptions choice;
-  int tp = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0, top = 10;
+  int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, micro_batch = 0, vpp = 0, top = 10;
+  int max_tp = 0, max_cp = 32, max_ep = 0, max_pp = 0;
+  int threads = 0;
   bool variants = false;
   std::string order;
 };
@@ -50,6 +55,14 @@ int run_plan(const PlanArgs& a) {
   opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
   opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
   opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
+  opt.fixed[static_cast<int>(Dim::cp)] = a.cp;
+  opt.fixed[static_cast<int>(Dim::ep)] = a.ep;
+  opt.max = {a.max_tp, a.max_cp, a.max_ep, 0, a.max_pp};
+  for (int v : opt.max)
+    if (v < 0) throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
+  opt.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ProgressBar bar;
+  if (bar.enabled()) opt.progress = [&bar](double f, std::int64_t n) { bar.update(f, n); };
   opt.micro_batch = a.micro_batch;
   opt.vpp = a.vpp;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
@@ -61,6 +74,7 @@ int run_plan(const PlanArgs& a) {
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
   if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
   SearchResult r = search(in.cluster, in.model, in.job, in.cal, opt);
+  bar.finish();
   RunContext ctx{in.cluster, in.model, in.job, in.cal};
   write_output(a.out.path,
                a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
@@ -75,6 +89,15 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--tp", a->tp, "fix the tensor-parallel degree (default: searched)");
   cmd.add_option("--pp", a->pp, "fix the pipeline-parallel degree (default: searched)");
   cmd.add_option("--dp", a->dp, "fix the data-parallel degree (default: searched)");
+  cmd.add_option("--cp", a->cp, "fix the context-parallel degree (default: searched)");
+  cmd.add_option("--ep", a->ep, "fix the expert-parallel degree (MoE; default: searched)");
+  cmd.add_option("--max-tp", a->max_tp, "search tp up to this");
+  cmd.add_option("--max-cp", a->max_cp,
+                 "search cp up to this (and while each rank keeps >= 1024 tokens per sequence)")
+      ->capture_default_str();
+  cmd.add_option("--max-ep", a->max_ep, "search ep up to this");
+  cmd.add_option("--max-pp", a->max_pp, "search pp up to this");
+  cmd.add_option("--threads", a->threads, "worker threads (default: every core); same result for any");
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");

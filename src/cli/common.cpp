@@ -29,6 +29,10 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--tp-overlap", o.tp_overlap, "TP communication overlapped with matmuls");
   cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
                "DP gradient reduction after the backward pass, not during it");
+  cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
+  cmd.add_option("--memory-headroom", o.memory_headroom,
+                 "fraction of GPU memory a plan must leave free (0-0.9)")
+      ->capture_default_str();
   cmd.add_option("--calibration", o.calibration,
                  "JSON file overriding calibration constants (see topoplan calibration)");
 }
@@ -133,6 +137,12 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_grad_reduce = from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
                                 ? *from->overlap_grad_reduce
                                 : !o.no_overlap_grad_reduce;
+  if (o.gpus < 0) throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
+  job.gpus = o.gpus;
+  if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))
+    throw_input("--memory-headroom", "",
+                fmt::format("expected a fraction from 0 to 0.9, got {}", o.memory_headroom));
+  job.memory_headroom = o.memory_headroom;
   validate(job);
   Calibration cal;
   if (!o.calibration.empty()) apply_calibration_file(o.calibration, cal);

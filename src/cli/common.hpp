@@ -26,6 +26,8 @@ struct InputOptions {
   bool tp_overlap = false;
   bool no_overlap_grad_reduce = false;
   std::string calibration;  ///< --calibration FILE
+  int gpus = 0;             ///< --gpus: use this many GPUs (0: all)
+  double memory_headroom = 0;
   bool inference = false;   ///< set by commands running --inference (fp8 weights allowed)
   CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
   [[nodiscard]] bool given(const char* flag) const { return cmd && cmd->count(flag) > 0; }

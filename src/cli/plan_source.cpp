@@ -48,7 +48,10 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
                             "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
 
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
-  const std::int64_t gpus = in.cluster.gpu_count();
+  if (in.job.gpus > in.cluster.gpu_count())
+    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", in.job.gpus,
+                                          in.cluster.gpu_count()));
+  const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p;
   bool dp_given = true;
   if (imp) {
