@@ -23,8 +23,10 @@ std::string where(const Cluster& c, const GroupShape& g) {
 }
 
 std::string plan_words(const Plan& p) {
-  return fmt::format("tp {} pp {} dp {} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})",
-                     p[Dim::tp], p[Dim::pp], p[Dim::dp], p.micro_batch, short_order_string(p),
+  return fmt::format("tp {}{}{} pp {} dp {} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})",
+                     p[Dim::tp], p[Dim::cp] > 1 ? fmt::format(" cp {}", p[Dim::cp]) : "",
+                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", p[Dim::pp],
+                     p[Dim::dp], p.micro_batch, short_order_string(p),
                      p.zero, to_string(p.recompute), p.sequence_parallel ? "on" : "off");
 }
 

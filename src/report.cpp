@@ -158,9 +158,11 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
     if (o.plan.degree == w.plan.degree && o.plan.micro_batch == w.plan.micro_batch) continue;
     const double slower = 100.0 * (o.eval.step_time / w.eval.step_time - 1.0);
     out.push_back(fmt::format(
-        "the best plan with other degrees or micro-batch, tp {} pp {} dp {} micro-batch {} ({}, ZeRO-{}, "
-        "recompute {}, sp {}), is {:.{}f}% slower",
-        o.plan[Dim::tp], o.plan[Dim::pp], o.plan[Dim::dp], o.plan.micro_batch,
+        "the best plan with other degrees or micro-batch, tp {}{}{} pp {} dp {} micro-batch {} ({}, "
+        "ZeRO-{}, recompute {}, sp {}), is {:.{}f}% slower",
+        o.plan[Dim::tp], o.plan[Dim::cp] > 1 ? fmt::format(" cp {}", o.plan[Dim::cp]) : "",
+        o.plan[Dim::ep] > 1 ? fmt::format(" ep {}", o.plan[Dim::ep]) : "", o.plan[Dim::pp],
+        o.plan[Dim::dp], o.plan.micro_batch,
         short_order_string(o.plan), o.plan.zero, to_string(o.plan.recompute),
         o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
     break;

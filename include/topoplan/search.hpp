@@ -18,7 +18,7 @@ struct SearchOptions {
   std::array<int, kDims> max{0, 32, 0, 0, 0};
   /// A searched CP degree keeps at least this many tokens of each sequence per rank (ring
   /// attention on shorter chunks is not worth its exchanges); a fixed --cp is not limited.
-  std::int64_t min_cp_tokens = 1024;
+  std::int64_t min_cp_tokens = 2048;
   int micro_batch = 0;             ///< 0: searched
   int vpp = 0;                     ///< 0: searched (1 and every interleaving that fits)
   std::optional<Order> order;      ///< unset: every order of the dimensions > 1

@@ -93,7 +93,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--ep", a->ep, "fix the expert-parallel degree (MoE; default: searched)");
   cmd.add_option("--max-tp", a->max_tp, "search tp up to this");
   cmd.add_option("--max-cp", a->max_cp,
-                 "search cp up to this (and while each rank keeps >= 1024 tokens per sequence)")
+                 "search cp up to this (and while each rank keeps >= 2048 tokens per sequence)")
       ->capture_default_str();
   cmd.add_option("--max-ep", a->max_ep, "search ep up to this");
   cmd.add_option("--max-pp", a->max_pp, "search pp up to this");
