@@ -319,7 +319,7 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
     std::thread main_worker([&] { work(0); done = true; });
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      opt.progress(configs.empty() ? 1.0 : std::min(1.0, static_cast<double>(next.load()) / configs.size()),
+      opt.progress(configs.empty() ? 1.0 : std::min(1.0, static_cast<double>(next.load()) / static_cast<double>(configs.size())),
                    costed.load());
     }
     main_worker.join();
