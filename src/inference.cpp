@@ -17,8 +17,13 @@ Objective parse_objective(const std::string& s, const std::string& what) {
 const char* to_string(Objective o) { return o == Objective::latency ? "latency" : "throughput"; }
 
 PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) {
-  if (p[Dim::cp] != 1 || p[Dim::ep] != 1) return PlanError::unsupported_dim;  // not modelled
+  if (p[Dim::cp] != 1) return PlanError::unsupported_dim;  // CP is for training here
   if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
+  if (p[Dim::ep] > 1) {  // experts spread over the same TP rank of ep replicas
+    if (!m.spec.moe()) return PlanError::ep_dense;
+    if (m.spec.experts % p[Dim::ep] != 0) return PlanError::ep_experts;
+    if (p[Dim::dp] % p[Dim::ep] != 0) return PlanError::ep_dp;
+  }
   const int tp = p[Dim::tp];
   if (m.spec.heads % tp != 0) return PlanError::tp_heads;
   if (m.spec.kv_heads % tp != 0 && tp % m.spec.kv_heads != 0) return PlanError::tp_kv_heads;
@@ -54,7 +59,11 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   // KV cache per token per layer on one GPU: K and V for its share of the KV heads (MLA: the
   // whole compressed latent on every TP rank).
   const double kv_token_layer = k.kv_cache_elems * kv_bytes / kv_split;
-  const double layer_weights = static_cast<double>(k.layer_params) / tp * w_bytes;
+  const int ep = p[Dim::ep];
+  const double expert_layer = static_cast<double>(k.layer_expert_params);  // routed, per layer
+  const double dense_layer = static_cast<double>(k.layer_params) - expert_layer;
+  // Held per GPU: dense weights split over tp, routed experts over ep x tp.
+  const double layer_weights = (dense_layer / tp + expert_layer / (tp * ep)) * w_bytes;
   const double head_weights = static_cast<double>(m.spec.vocab * m.spec.hidden) / tp * w_bytes;
 
   auto tp_all_reduce = [&](double bytes) {
@@ -93,26 +102,45 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   const double micro = std::max(1.0, batch / pp);
   const double context = prompt + static_cast<double>(j.output_len) / 2.0;
   const double stage_weights = stage_layers * layer_weights + head_weights;  // last stage: head
+  // Read per step: dense weights, and of the experts only those the step's tokens activate (the
+  // EP group serves ep micro-batches; each token picks top_k experts).
+  double expert_read_fraction = 1.0;
+  if (m.spec.moe())
+    expert_read_fraction = std::min(1.0, ep * micro * static_cast<double>(m.spec.top_k) /
+                                             static_cast<double>(m.spec.experts));
+  const double stage_read = stage_layers * (dense_layer / tp + expert_read_fraction * expert_layer / (tp * ep)) * w_bytes +
+                            head_weights;
   const double stage_kv = micro * context * stage_layers * kv_token_layer;
   const double stage_flops =
       micro * (stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
                k.logits_flops) / tp;
   const double decode_rate = gemm * std::min(1.0, micro / (micro + cal.gemm_half_dim));
-  const double stage_memory = std::max((stage_weights + stage_kv) / hbm, stage_flops / decode_rate);
+  const double stage_memory = std::max((stage_read + stage_kv) / hbm, stage_flops / decode_rate);
   const CollectiveCost decode_ar = tp_all_reduce(micro * h * act_bytes);
   e.tp_algorithm = decode_ar.algorithm;
   e.decode.memory = pp * stage_memory;
-  e.weight_read = pp * stage_weights / hbm;
+  e.weight_read = pp * stage_read / hbm;
   e.kv_read = pp * stage_kv / hbm;
   e.decode.overhead = layers * cal.decode_layer_overhead;
   e.decode.tp = 2.0 * layers * decode_ar.time;
   e.decode.pp = (pp - 1) * hop(micro * h * act_bytes);
+  // EP: every MoE layer dispatches each token's hidden vector to its top_k experts and combines
+  // the results: 2 all-to-alls per MoE layer per step (prefill: over the prompt's tokens).
+  if (ep > 1 && k.moe_layers > 0) {
+    const GroupShape& g = e.shapes[static_cast<int>(Dim::ep)];
+    const double topk = static_cast<double>(m.spec.top_k);
+    const double moe_layers = static_cast<double>(k.moe_layers);
+    e.decode.ep = 2.0 * moe_layers *
+                  (all_to_all(fab, g, micro * topk * h * act_bytes).time + cal.decode_collective_overhead);
+    e.prefill.ep = 2.0 * moe_layers * all_to_all(fab, g, tokens / tp * topk * h * act_bytes).time;
+    e.ttft = e.prefill.total();
+  }
   e.token_latency = e.decode.total();
   e.end_to_end = e.ttft + (static_cast<double>(j.output_len) - 1) * e.token_latency;
   e.tokens_per_s = batch * static_cast<double>(j.output_len) / e.end_to_end;
   e.tokens_per_s_per_gpu = e.tokens_per_s / (tp * pp);
   e.decode_tokens_per_s = batch / e.token_latency;
-  e.comm_share = (e.decode.tp + e.decode.pp) / e.token_latency;
+  e.comm_share = (e.decode.tp + e.decode.pp + e.decode.ep) / e.token_latency;
 
   // Memory per GPU on the most loaded stage: weights, KV cache for the batch at full length,
   // the prefill's activations and logits, and the reserve.
@@ -160,14 +188,27 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
       if ((opt.fixed[static_cast<int>(Dim::pp)] && pp != opt.fixed[static_cast<int>(Dim::pp)]) ||
           (opt.fixed[static_cast<int>(Dim::dp)] && dp != opt.fixed[static_cast<int>(Dim::dp)]))
         continue;
+      std::vector<int> eps{1};
+      if (m.spec.moe())
+        for (int ep = 2; ep <= dp; ++ep)
+          if (dp % ep == 0 && m.spec.experts % ep == 0) eps.push_back(ep);
+      const int fixed_ep = opt.fixed[static_cast<int>(Dim::ep)];
+      for (int ep : eps) {
+      if (fixed_ep && ep != fixed_ep) continue;
       Plan base;
       base[Dim::tp] = tp;
       base[Dim::pp] = pp;
       base[Dim::dp] = dp;
+      base[Dim::ep] = ep;
       if (check_inference_plan(c, m, base) != PlanError::none) continue;
       const std::vector<Order> orders =
           opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
       for (const Order& o : orders) {
+        if (ep > 1) {
+          Plan q = base;
+          q.order = o;
+          if (expert_pp_mismatch(q)) continue;
+        }
         InferenceCandidate cand{base, {}};
         cand.plan.order = o;
         cand.eval = evaluate_inference(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
@@ -184,6 +225,7 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
         auto at = std::upper_bound(r.top.begin(), r.top.end(), cand, before);
         r.top.insert(at, cand);
         if (static_cast<int>(r.top.size()) > std::max(1, opt.top_k)) r.top.pop_back();
+      }
       }
     }
   }

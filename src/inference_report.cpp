@@ -30,6 +30,7 @@ ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceE
                    {"kv_dtype", to_string(ctx.job.kv_dtype)}};
   j["tp"] = p[Dim::tp];
   j["pp"] = p[Dim::pp];
+  j["ep"] = p[Dim::ep];
   j["dp"] = p[Dim::dp];
   j["replicas"] = e.replicas;
   j["order"] = order_string(p.order);
@@ -46,14 +47,17 @@ ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceE
                     {"kv_read", ms(e.kv_read)},
                     {"overhead", ms(e.decode.overhead)},
                     {"tp", ms(e.decode.tp)},
-                    {"pp", ms(e.decode.pp)}};
+                    {"pp", ms(e.decode.pp)},
+                    {"ep", ms(e.decode.ep)}};
   j["prefill_ms"] = {{"compute", ms(e.prefill.compute)},
                      {"overhead", ms(e.prefill.overhead)},
                      {"tp", ms(e.prefill.tp)},
-                     {"pp", ms(e.prefill.pp)}};
+                     {"pp", ms(e.prefill.pp)},
+                     {"ep", ms(e.prefill.ep)}};
   j["tp_algorithm"] = to_string(e.tp_algorithm);
   j["tiers"] = {{"tp", span_name(c, e.shapes[0])},
-                {"pp", span_name(c, e.shapes[static_cast<int>(Dim::pp)])}};
+                {"pp", span_name(c, e.shapes[static_cast<int>(Dim::pp)])},
+                {"ep", span_name(c, e.shapes[static_cast<int>(Dim::ep)])}};
   j["memory_gib"] = {{"weights", r6(units::to_GiB(e.memory_weights))},
                      {"kv_cache", r6(units::to_GiB(e.memory_kv))},
                      {"other", r6(units::to_GiB(e.memory_other))},
@@ -91,13 +95,18 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
   if (p[Dim::pp] > 1)
     out.push_back(fmt::format("pp hops: {:.3f} ms ({:.0f}%) - {} per token", e.decode.pp * 1e3,
                               pct(e.decode.pp), p[Dim::pp] - 1));
+  if (p[Dim::ep] > 1)
+    out.push_back(fmt::format("ep all-to-alls: {:.3f} ms ({:.0f}%) - 2 per MoE layer on {}",
+                              e.decode.ep * 1e3, pct(e.decode.ep),
+                              span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::ep)])));
   return out;
 }
 
 std::string inference_text(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
   std::string out = "topoplan evaluate --inference: " + header(ctx) + "\n";
-  out += fmt::format("plan: tp {} pp {}, {} replica{}, order {}\n\n", p[Dim::tp], p[Dim::pp],
-                     e.replicas, e.replicas == 1 ? "" : "s", short_order_string(p));
+  out += fmt::format("plan: tp {} pp {}{}, {} replica{}, order {}\n\n", p[Dim::tp], p[Dim::pp],
+                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", e.replicas,
+                     e.replicas == 1 ? "" : "s", short_order_string(p));
   out += fmt::format("time to first token {:.2f} ms   per token {:.3f} ms   end to end {:.2f} ms\n",
                      e.ttft * 1e3, e.token_latency * 1e3, e.end_to_end * 1e3);
   out += fmt::format("tokens/s per replica {:.1f}   per GPU {:.1f}   communication {:.0f}% of each "
@@ -109,9 +118,10 @@ std::string inference_text(const InferenceContext& ctx, const Plan& p, const Inf
                      e.fits ? "fits" : "DOES NOT FIT");
   out += "each generated token (the parts add up to the per-token time)\n";
   for (const auto& line : explain_token(ctx, p, e)) out += "  - " + line + "\n";
-  out += fmt::format("\nfirst token: compute {:.2f} ms, overhead {:.2f} ms, tp {:.2f} ms, pp {:.2f} ms\n",
+  out += fmt::format("\nfirst token: compute {:.2f} ms, overhead {:.2f} ms, tp {:.2f} ms, pp {:.2f} ms, "
+                     "ep {:.2f} ms\n",
                      e.prefill.compute * 1e3, e.prefill.overhead * 1e3, e.prefill.tp * 1e3,
-                     e.prefill.pp * 1e3);
+                     e.prefill.pp * 1e3, e.prefill.ep * 1e3);
   return out;
 }
 
@@ -125,15 +135,15 @@ std::string inference_search_text(const InferenceContext& ctx, const InferenceSe
   out += fmt::format("objective: {}; costed {} plans ({} do not fit, {} over the latency bounds)\n\n",
                      to_string(o), r.evaluated, r.out_of_memory, r.over_bounds);
   if (r.top.empty()) return out + "no plan fits within the bounds\n";
-  out += fmt::format("{:>4} {:>4} {:>4} {:>8}  {:<10} {:>9} {:>10} {:>10} {:>11} {:>9} {:>6} {:>8}  {:<7}\n",
-                     "rank", "tp", "pp", "replicas", "order", "TTFT ms", "token ms", "e2e ms",
+  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9} {:>10} {:>10} {:>11} {:>9} {:>6} {:>8}  {:<7}\n",
+                     "rank", "tp", "pp", "ep", "replicas", "order", "TTFT ms", "token ms", "e2e ms",
                      "tok/s/repl", "tok/s/GPU", "comm", "mem GiB", "tp on");
   int rank = 1;
   for (const auto& c : r.top) {
     const auto& e = c.eval;
-    out += fmt::format("{:>4} {:>4} {:>4} {:>8}  {:<10} {:>9.2f} {:>10.3f} {:>10.2f} {:>11.1f} {:>9.1f} "
+    out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9.2f} {:>10.3f} {:>10.2f} {:>11.1f} {:>9.1f} "
                        "{:>5.0f}% {:>8.1f}  {:<7}\n",
-                       rank++, c.plan[Dim::tp], c.plan[Dim::pp], e.replicas,
+                       rank++, c.plan[Dim::tp], c.plan[Dim::pp], c.plan[Dim::ep], e.replicas,
                        short_order_string(c.plan), e.ttft * 1e3, e.token_latency * 1e3,
                        e.end_to_end * 1e3, e.tokens_per_s, e.tokens_per_s_per_gpu,
                        100 * e.comm_share, units::to_GiB(e.memory_total()),

@@ -29,7 +29,8 @@ struct DecodeBreakdown {
   double overhead = 0;  ///< per-layer kernel launches and synchronisation
   double tp = 0;        ///< TP all-reduces: 2 per layer
   double pp = 0;        ///< stage-to-stage hops
-  [[nodiscard]] double total() const { return memory + overhead + tp + pp; }
+  double ep = 0;        ///< MoE all-to-alls: dispatch and combine per MoE layer
+  [[nodiscard]] double total() const { return memory + overhead + tp + pp + ep; }
 };
 
 /// Seconds to the first token; they add up to ttft.
@@ -38,7 +39,8 @@ struct PrefillBreakdown {
   double overhead = 0;
   double tp = 0;
   double pp = 0;
-  [[nodiscard]] double total() const { return compute + overhead + tp + pp; }
+  double ep = 0;
+  [[nodiscard]] double total() const { return compute + overhead + tp + pp + ep; }
 };
 
 struct InferenceEval {
@@ -50,7 +52,7 @@ struct InferenceEval {
   double tokens_per_s = 0;     ///< generated tokens per second per replica (batch x output / e2e)
   double tokens_per_s_per_gpu = 0;
   double decode_tokens_per_s = 0;  ///< steady decode rate per replica: batch / token_latency
-  double comm_share = 0;       ///< (tp + pp) / token_latency
+  double comm_share = 0;       ///< (tp + pp + ep) / token_latency
   double weight_read = 0;      ///< seconds per token reading weights (part of decode.memory)
   double kv_read = 0;          ///< seconds per token reading the KV cache
   PrefillBreakdown prefill;
@@ -69,7 +71,7 @@ struct InferenceEval {
                                                const Mapping& map, const Calibration& cal);
 
 struct InferenceSearchOptions {
-  std::array<int, kDims> fixed{};  ///< 0: searched (tp, pp, dp)
+  std::array<int, kDims> fixed{};  ///< 0: searched (tp, pp, dp, and ep for MoE models)
   std::optional<Order> order;
   Objective objective = Objective::latency;
   double max_token_latency = 0;  ///< seconds, 0: no bound

@@ -35,6 +35,7 @@ int run_inference_plan(const PlanArgs& a) {
   opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
   opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
   opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
+  opt.fixed[static_cast<int>(Dim::ep)] = a.ep;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   opt.objective = parse_objective(a.inf.objective, "--objective");
   opt.max_token_latency = a.inf.max_token_latency_ms / 1e3;
