@@ -193,24 +193,33 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
-  out += fmt::format("{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} "
-                     "{:>8} {:>6} {:>8}  {:<7} {:<7} {:<7}\n",
-                     "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s",
-                     "tokens/s", "TFLOP/s", "MFU", "mem GiB", "tp on", "pp on", "dp on");
+  // Where each dimension's groups sit: one column per dimension any listed plan uses.
+  std::vector<Dim> tiers;
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp})
+    for (const auto& cand : r.top)
+      if (cand.plan[d] > 1) {
+        tiers.push_back(d);
+        break;
+      }
+  out += fmt::format("{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} "
+                     "{:>11} {:>8} {:>6} {:>8} ",
+                     "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute",
+                     "sp", "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
+  for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
+  out += "\n";
   int rank = 1;
   for (const auto& cand : r.top) {
     const auto& e = cand.eval;
     out += fmt::format(
-        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} "
-        "{:>5.1f}% {:>8.1f}  {:<7} {:<7} {:<7}\n",
+        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} "
+        "{:>8.1f} {:>5.1f}% {:>8.1f} ",
         rank++, cand.plan[Dim::tp], cand.plan[Dim::cp], cand.plan[Dim::ep], cand.plan[Dim::pp],
-        cand.plan[Dim::dp],
-        cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan), cand.plan.zero,
-        to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-", e.step_time,
-        thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu,
-        units::to_GiB(e.memory.total()), span_name(ctx.cluster, e.shapes[0]),
-        span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::pp)]),
-        span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::dp)]));
+        cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan),
+        cand.plan.zero, to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-",
+        e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
+        100.0 * e.mfu, units::to_GiB(e.memory.total()));
+    for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[static_cast<int>(d)]));
+    out += "\n";
   }
   out += "\nwhy #1 wins:\n";
   for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";
