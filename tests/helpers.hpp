@@ -1,5 +1,8 @@
 #pragma once
 // Shared test fixtures: presets loaded by name (no disk access) and small clusters built in code.
+#include <catch2/catch.hpp>
+
+#include "topoplan/cost_model.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/topology.hpp"
 
@@ -12,5 +15,24 @@ inline Cluster preset_cluster(const std::string& name, int nodes) {
 }
 
 inline Model preset_model(const std::string& name) { return Model(load_model(name, "test"), name); }
+
+/// A plan from its degrees (micro-batch 1, no interleaving) and an order string.
+inline Plan plan(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp", int cp = 1,
+                 int ep = 1) {
+  Plan p;
+  p[Dim::tp] = tp;
+  p[Dim::cp] = cp;
+  p[Dim::ep] = ep;
+  p[Dim::pp] = pp;
+  p[Dim::dp] = dp;
+  p.order = parse_order(order, "--order");
+  return p;
+}
+
+/// Evaluates a plan that must be valid, with the default calibration.
+inline Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
+  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
+  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+}
 
 }  // namespace topoplan::test

@@ -40,10 +40,8 @@ TEST_CASE("calibration files override constants by key, and reject unknown keys"
 
 namespace {
 
-Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, Plan p) {
-  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
-  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
-}
+
+using test::eval;
 
 Plan plan(int tp, int pp, int dp, int mb, Recompute r, int vpp = 1) {
   Plan p;

@@ -9,19 +9,12 @@ using namespace topoplan;
 namespace {
 
 Plan plan(int tp, int pp, int dp, int mb = 1, const char* order = "tp-cp-ep-dp-pp") {
-  Plan p;
-  p[Dim::tp] = tp;
-  p[Dim::pp] = pp;
-  p[Dim::dp] = dp;
+  Plan p = test::plan(tp, pp, dp, order);
   p.micro_batch = mb;
-  p.order = parse_order(order, "--order");
   return p;
 }
 
-Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
-  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
-  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
-}
+using test::eval;
 
 }  // namespace
 

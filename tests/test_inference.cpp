@@ -8,14 +8,8 @@ using namespace topoplan;
 
 namespace {
 
-Plan plan(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
-  Plan p;
-  p[Dim::tp] = tp;
-  p[Dim::pp] = pp;
-  p[Dim::dp] = dp;
-  p.order = parse_order(order, "--order");
-  return p;
-}
+using test::plan;
+
 
 InferenceEval run(const Cluster& c, const Model& m, const InferenceJob& j, const Plan& p,
                   const Calibration& cal = Calibration{}) {

@@ -8,14 +8,10 @@ using namespace topoplan;
 
 namespace {
 
-Plan make(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
-  Plan p;
-  p[Dim::tp] = tp;
-  p[Dim::pp] = pp;
-  p[Dim::dp] = dp;
-  p.order = parse_order(order, "--order");
-  return p;
+inline Plan make(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
+  return test::plan(tp, pp, dp, order);
 }
+
 
 using Groups = std::vector<std::vector<int>>;
 

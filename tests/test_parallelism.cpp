@@ -12,20 +12,10 @@ using namespace topoplan;
 namespace {
 
 Plan plan(int tp, int cp, int ep, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
-  Plan p;
-  p[Dim::tp] = tp;
-  p[Dim::cp] = cp;
-  p[Dim::ep] = ep;
-  p[Dim::pp] = pp;
-  p[Dim::dp] = dp;
-  p.order = parse_order(order, "--order");
-  return p;
+  return test::plan(tp, pp, dp, order, cp, ep);
 }
 
-Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
-  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
-  return evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
-}
+using test::eval;
 
 }  // namespace
 

@@ -1,0 +1,119 @@
+// Which plans can run at all: the divisibility and layout rules, and their one-line messages.
+#include <fmt/format.h>
+
+#include "topoplan/cost_model.hpp"
+
+namespace topoplan {
+
+PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
+  const std::int64_t target = j.gpus > 0 ? j.gpus : c.gpu_count();
+  if (target > c.gpu_count()) return PlanError::gpus;
+  if (p.world() != target) return PlanError::world_mismatch;
+  const int tp = p[Dim::tp], cp = p[Dim::cp], ep = p[Dim::ep];
+  if (m.spec.heads % tp != 0) return PlanError::tp_heads;
+  if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
+  if (m.spec.ffn % tp != 0 || (m.spec.moe() && m.spec.expert_ffn % tp != 0)) return PlanError::tp_ffn;
+  if (cp > 1 && j.seq_len % (2 * cp) != 0) return PlanError::cp_seq;
+  if (ep > 1) {
+    if (!m.spec.moe()) return PlanError::ep_dense;
+    if (m.spec.experts % ep != 0) return PlanError::ep_experts;
+    if ((static_cast<std::int64_t>(p[Dim::dp]) * cp) % ep != 0) return PlanError::ep_dp;
+    if (expert_pp_mismatch(p)) return PlanError::ep_order;
+  }
+  const std::int64_t stages = static_cast<std::int64_t>(p[Dim::pp]) * p.vpp;
+  if (p.vpp < 1 || stages > m.spec.layers) return PlanError::pp_layers;
+  if (p.vpp > 1 && m.spec.layers % stages != 0) return PlanError::pp_layers;
+  if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
+  if (p.micro_batch < 1 ||
+      j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
+    return PlanError::batch;
+  if (p.vpp > 1 && (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) %
+                           p[Dim::pp] != 0)
+    return PlanError::vpp_microbatches;
+  return PlanError::none;
+}
+
+const char* short_reason(PlanError e) {
+  switch (e) {
+    case PlanError::none: return "ok";
+    case PlanError::world_mismatch: return "degrees do not multiply to the GPU count";
+    case PlanError::tp_heads: return "tp does not divide the attention heads";
+    case PlanError::tp_kv_heads: return "tp does not divide the key/value heads";
+    case PlanError::tp_ffn: return "tp does not divide the MLP size";
+    case PlanError::pp_layers: return "pp x vpp does not fit the layers";
+    case PlanError::vpp_microbatches: return "interleaving needs microbatches divisible by pp";
+    case PlanError::batch: return "dp x micro-batch does not divide the global batch";
+    case PlanError::unsupported_dim: return "dimension not modelled on this path";
+    case PlanError::zero_stage: return "ZeRO stage outside 0-3";
+    case PlanError::cp_seq: return "2 x cp does not divide the sequence";
+    case PlanError::ep_dense: return "ep on a dense model";
+    case PlanError::ep_experts: return "ep does not divide the experts";
+    case PlanError::ep_dp: return "ep does not divide dp x cp";
+    case PlanError::ep_order: return "order gives experts other pipeline groups";
+    case PlanError::gpus: return "more GPUs than the cluster has";
+  }
+  return "?";
+}
+
+std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,
+                     const Plan& p) {
+  const int tp = p[Dim::tp];
+  switch (e) {
+    case PlanError::none: return "ok";
+    case PlanError::world_mismatch:
+      if (p[Dim::cp] > 1)
+        return fmt::format("--tp/--cp/--pp/--dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
+                           p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
+                           j.gpus > 0 ? j.gpus : c.gpu_count());
+      return fmt::format("--tp/--pp/--dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp],
+                         p[Dim::dp], p.world(), j.gpus > 0 ? "--gpus is" : "the cluster has",
+                         j.gpus > 0 ? j.gpus : c.gpu_count());
+    case PlanError::gpus:
+      return fmt::format("--gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
+    case PlanError::tp_heads:
+      return fmt::format("--tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
+                         m.spec.heads);
+    case PlanError::tp_kv_heads:
+      return fmt::format("--tp: {} does not divide {}'s {} key/value heads", tp, m.spec.name,
+                         m.spec.kv_heads);
+    case PlanError::tp_ffn:
+      return fmt::format("--tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
+                         m.spec.ffn);
+    case PlanError::pp_layers:
+      if (p.vpp > 1)
+        return fmt::format("--vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp],
+                           p.vpp, m.spec.name, m.spec.layers);
+      return fmt::format("--pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
+                         m.spec.layers);
+    case PlanError::vpp_microbatches:
+      return fmt::format("--vpp: the interleaved schedule needs the {} microbatches per pipeline "
+                         "to be a multiple of pp {}",
+                         j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch),
+                         p[Dim::pp]);
+    case PlanError::batch:
+      return fmt::format("--micro-batch: dp {} x micro-batch {} does not divide the global batch {}",
+                         p[Dim::dp], p.micro_batch, j.global_batch);
+    case PlanError::unsupported_dim:
+      return "--ep: expert parallelism is not modelled for inference yet";
+    case PlanError::cp_seq:
+      return fmt::format("--cp: 2 x cp = {} does not divide the sequence length {}",
+                         2 * p[Dim::cp], j.seq_len);
+    case PlanError::ep_dense:
+      return fmt::format("--ep: {} is a dense model (no experts)", m.spec.name);
+    case PlanError::ep_experts:
+      return fmt::format("--ep: {} does not divide {}'s {} experts", p[Dim::ep], m.spec.name,
+                         m.spec.experts);
+    case PlanError::ep_dp:
+      return fmt::format("--ep: {} does not divide dp x cp = {}", p[Dim::ep],
+                         p[Dim::dp] * p[Dim::cp]);
+    case PlanError::ep_order:
+      return fmt::format("--order: with {} expert layers (ep {}) would get other pipeline groups "
+                         "than dense layers (cp {}); Megatron-LM requires them equal",
+                         order_string(p.order), p[Dim::ep], p[Dim::cp]);
+    case PlanError::zero_stage:
+      return fmt::format("--zero: expected 0, 1, 2 or 3, got {}", p.zero);
+  }
+  return "?";
+}
+
+}  // namespace topoplan
