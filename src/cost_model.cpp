@@ -65,8 +65,8 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
   const double sp_div = p.sequence_parallel ? t : 1.0;
   if (r == Recompute::full) return 2.0 * tokens * h / sp_div;
   const double replicated = 10.0 * tokens * h / sp_div;
-  const double ffn = static_cast<double>(m.spec.ffn);
-  const double sharded = tokens * (4 * k.q_dim + 4 * k.kv_dim + (m.spec.gated_mlp ? 6 : 4) * ffn) / t;
+  const double sharded =
+      tokens * (4 * k.q_dim + 4 * k.kv_dim + (m.spec.gated_mlp ? 6 : 4) * k.active_ffn) / t;
   double scores = 0;
   if (r == Recompute::none && !j.flash_attention)
     scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;
@@ -118,9 +118,9 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double t = p[Dim::tp];
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
-  const double f = static_cast<double>(m.spec.ffn);
+  const double f = k.active_ffn;
   const double tokens = static_cast<double>(p.micro_batch) * s / p[Dim::cp];
-  const double n_min = std::min({k.q_dim / t, f / t, h, tokens});
+  const double n_min = std::min({k.q_dim / t, k.min_ffn / t, h, tokens});
   const double rate = gpu.peak_flops * cal.gemm_efficiency[static_cast<int>(gpu.arch)] * n_min /
                       (n_min + cal.gemm_half_dim);
   const double attn = k.layer_attention_flops_per_seq * s / t;

@@ -80,14 +80,14 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   const double batch = static_cast<double>(j.batch);
   const double prompt = static_cast<double>(j.prompt_len);
   const double tokens = batch * prompt;
-  const double n_min = std::min({k.q_dim / tp, static_cast<double>(m.spec.ffn) / tp, tokens});
+  const double n_min = std::min({k.q_dim / tp, k.min_ffn / tp, tokens});
   const double rate = gemm * n_min / (n_min + cal.gemm_half_dim);
   const double fwd_flops =  // causal attention: a prompt token sees prompt/2 keys on average
       tokens * (layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * prompt / 2) +
                 k.logits_flops) / tp;
   const double elem = tokens * layers *
                       (cal.elementwise_hidden_passes * h + (m.spec.gated_mlp ? 3.0 : 2.0) *
-                                                               static_cast<double>(m.spec.ffn) / tp) *
+                                                               k.active_ffn / tp) *
                       act_bytes / hbm;
   e.prefill.compute = fwd_flops / rate + elem;
   e.prefill.overhead = layers * cal.decode_layer_overhead;
@@ -146,7 +146,7 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   // the prefill's activations and logits, and the reserve.
   e.memory_weights = stage_weights;
   e.memory_kv = batch * (prompt + static_cast<double>(j.output_len)) * stage_layers * kv_token_layer;
-  const double prefill_act = tokens * (4.0 * h + 2.0 * static_cast<double>(m.spec.ffn) / tp) * act_bytes;
+  const double prefill_act = tokens * (4.0 * h + 2.0 * k.active_ffn / tp) * act_bytes;
   const double logits = batch * static_cast<double>(m.spec.vocab) / tp * 4.0;
   e.memory_other = prefill_act + logits + cal.reserved_bytes;
   e.fits = e.memory_total() <= gpu.memory_bytes;

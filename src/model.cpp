@@ -65,6 +65,10 @@ ModelCounts count(const ModelSpec& m) {
   c.head_params = (m.tied_embeddings ? 0 : m.vocab * h) + h * (m.layernorm_bias ? 2 : 1);
   c.total_params = all_layers + c.embedding_params + c.head_params;
   c.q_dim = static_cast<double>(q);
+  const double moe_width = static_cast<double>((m.top_k + m.shared_experts) * m.expert_ffn);
+  c.active_ffn = (static_cast<double>(dense_layers * m.ffn) + static_cast<double>(c.moe_layers) * moe_width) /
+                 static_cast<double>(m.layers);
+  c.min_ffn = static_cast<double>(m.moe() ? std::min(m.ffn, m.expert_ffn) : m.ffn);
   c.kv_dim = static_cast<double>(kv);
   const double active_moe = static_cast<double>(m.top_k * expert + m.shared_experts * expert + h * m.experts);
   c.layer_matmul_flops =

@@ -115,9 +115,12 @@ std::string infeasible_reason(const RunContext& ctx, const Evaluation& e) {
 
 std::string context_line(const RunContext& ctx) {
   const auto& c = ctx.cluster;
-  return fmt::format("{} on {} x {} ({} x {}), seq {}, global batch {}, {}", ctx.model.spec.name,
-                     c.spec().nodes, c.spec().name, c.gpu_count(), c.gpu().name,
-                     ctx.job.seq_len, ctx.job.global_batch, to_string(ctx.job.dtype));
+  const std::string gpus = ctx.job.gpus > 0 && ctx.job.gpus < c.gpu_count()
+                               ? fmt::format("{} of {} x {}", ctx.job.gpus, c.gpu_count(), c.gpu().name)
+                               : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
+  return fmt::format("{} on {} x {} ({}), seq {}, global batch {}, {}", ctx.model.spec.name,
+                     c.spec().nodes, c.spec().name, gpus, ctx.job.seq_len, ctx.job.global_batch,
+                     to_string(ctx.job.dtype));
 }
 
 std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r) {

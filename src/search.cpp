@@ -253,6 +253,8 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   }
   if (opt.zero < -1 || opt.zero > 3)
     throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
+  if (opt.fixed[static_cast<int>(Dim::ep)] > 1 && !m.spec.moe())
+    throw_input("--ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
   auto fixed = [&](Dim d) { return opt.fixed[static_cast<int>(d)]; };
   auto max = [&](Dim d) { return opt.max[static_cast<int>(d)]; };
 

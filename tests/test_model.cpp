@@ -100,6 +100,10 @@ TEST_CASE("MoE presets: parameters and active FLOPs match the published sizes") 
   CHECK(static_cast<double>(ds.counts.total_params) == Approx(671e9).epsilon(0.002));
   const double active_ds = ds.counts.layer_matmul_flops / 2 * 61 + 2.0 * 129280 * 7168;
   CHECK(active_ds == Approx(37e9).epsilon(0.03));
+  // A token activates top-2 of Mixtral's 14336-wide experts; DeepSeek's 8 + 1 shared x 2048
+  // equals its dense layers' 18432.
+  CHECK(mix.counts.active_ffn == 2 * 14336);
+  CHECK(ds.counts.active_ffn == Approx(18432));
   // MLA caches the compressed latent: 512 + 64 elements per token per layer, not split by TP.
   CHECK(ds.counts.kv_cache_elems == 576);
   CHECK_FALSE(ds.counts.kv_cache_split);
