@@ -79,6 +79,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.flash_attention = jc.boolean_or("flash_attention", true);
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", true);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", false);
+  j.overlap_p2p = jc.boolean_or("overlap_p2p", true);
   auto pc = r.at("plan");
   SearchOptions opt;
   opt.fixed[static_cast<int>(Dim::tp)] = static_cast<int>(pc.positive_int("tp"));

@@ -180,7 +180,9 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
   core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
   core.ep_per_layer = p.recompute == Recompute::full ? 6 : 4;
-  core.pp_bytes = tokens * h * bytes / (p.sequence_parallel ? tp : 1);
+  // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;
+  // without sequence parallelism the receiver all-gathers the slices over its TP group.
+  core.pp_bytes = tokens * h * bytes / tp;
 
   double experts_gpu = 0;
   const StageParams params = stage_params(m, p, &experts_gpu);
@@ -309,9 +311,12 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
     CollectiveCost one = send_recv(fab, pp_shape.span_tier, core.pp_bytes);
     e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
     t_p2p = one.time;
+    if (tp > 1 && !p.sequence_parallel) t_p2p += ring_all_gather(fab, tp_shape, core.tp_bytes).time;
   }
 
-  const double t_mb = t_compute + t_tp + t_cp + t_ep;
+  // Without overlap every microbatch waits for its sends: 2 per model chunk.
+  const double t_p2p_mb = j.overlap_p2p ? 0.0 : 2.0 * v * t_p2p;
+  const double t_mb = t_compute + t_tp + t_cp + t_ep + t_p2p_mb;
   e.compute.matmul = mbs * core.t_matmul;
   e.compute.elementwise = mbs * core.t_elementwise;
   e.time.compute = mbs * t_compute;
@@ -319,7 +324,9 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.time.cp = mbs * t_cp;
   e.time.ep = mbs * t_ep;
   e.time.bubble = (pp - 1) * t_mb / v;
-  e.time.pp = pp > 1 ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p : 0.0;
+  e.time.pp = pp == 1          ? 0.0
+              : j.overlap_p2p ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p
+                              : mbs * t_p2p_mb;
   e.comm.tp = mbs * t_tp_total;
   e.comm.cp = mbs * t_cp_total;
   e.comm.ep = mbs * t_ep;

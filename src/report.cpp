@@ -42,7 +42,8 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
               {"dtype", to_string(ctx.job.dtype)},
               {"flash_attention", ctx.job.flash_attention},
               {"tp_comm_overlap", ctx.job.tp_comm_overlap},
-              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce}};
+              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce},
+              {"overlap_p2p", ctx.job.overlap_p2p}};
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
   j["vpp"] = p.vpp;

@@ -64,9 +64,10 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   // test_collectives): 60 us + 1.75 x 67108864 / 487.8e9.
   const double ar = 60e-6 + 1.75 * 67108864 / 487.8e9;
   CHECK(e.time.tp == Approx(128 * 80 * ar).epsilon(1e-9));
-  // PP: stages are 32 GPUs apart, across servers: 32 us + 67108864 / 43e9 per send; the fill
-  // and the drain each wait for pp - 1 = 3 of them.
-  const double p2p = 32e-6 + 67108864 / 43e9;
+  // PP: stages are 32 GPUs apart, across servers; each TP rank sends its 1/8 slice, 32 us +
+  // 8388608 / 43e9, then the slices are all-gathered over NVLink (no sequence parallelism):
+  // 6 + 7 x 0.6 us + 7/8 x 67108864 / 369e9. The fill and the drain each wait for 3 of them.
+  const double p2p = 32e-6 + 8388608 / 43e9 + 10.2e-6 + 0.875 * 67108864 / 369e9;
   CHECK(e.time.pp == Approx(6 * p2p).epsilon(1e-9));
   CHECK(e.comm.pp == Approx(128 * 2 * p2p).epsilon(1e-9));
   // 1F1B bubble: (pp - 1) x one microbatch's compute and TP time.

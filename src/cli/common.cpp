@@ -29,6 +29,8 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--tp-overlap", o.tp_overlap, "TP communication overlapped with matmuls");
   cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
                "DP gradient reduction after the backward pass, not during it");
+  cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
+               "PP sends wait on the critical path (Megatron without --overlap-p2p-communication)");
   cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
   cmd.add_option("--memory-headroom", o.memory_headroom,
                  "fraction of GPU memory a plan must leave free (0-0.9)")
@@ -137,6 +139,8 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_grad_reduce = from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
                                 ? *from->overlap_grad_reduce
                                 : !o.no_overlap_grad_reduce;
+  job.overlap_p2p = from && from->overlap_p2p && !o.given("--no-overlap-p2p") ? *from->overlap_p2p
+                                                                              : !o.no_overlap_p2p;
   if (o.gpus < 0) throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
   job.gpus = o.gpus;
   if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))

@@ -25,6 +25,7 @@ struct InputOptions {
   bool no_flash_attention = false;
   bool tp_overlap = false;
   bool no_overlap_grad_reduce = false;
+  bool no_overlap_p2p = false;
   std::string calibration;  ///< --calibration FILE
   int gpus = 0;             ///< --gpus: use this many GPUs (0: all)
   double memory_headroom = 0;

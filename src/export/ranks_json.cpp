@@ -28,7 +28,8 @@ std::string export_ranks_json(const ExportContext& x) {
                  {"dtype", to_string(run.job.dtype)},
                  {"flash_attention", run.job.flash_attention},
                  {"tp_comm_overlap", run.job.tp_comm_overlap},
-                 {"overlap_grad_reduce", run.job.overlap_grad_reduce}};
+                 {"overlap_grad_reduce", run.job.overlap_grad_reduce},
+                 {"overlap_p2p", run.job.overlap_p2p}};
   j["fingerprints"] = {{"cluster", fingerprint(run.cluster)},
                        {"model", fingerprint(run.model)},
                        {"job", fingerprint(run.job)}};

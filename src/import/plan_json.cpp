@@ -29,6 +29,7 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("flash_attention")) out.flash_attention = c.boolean_or("flash_attention", true);
   if (c.has("tp_comm_overlap")) out.tp_comm_overlap = c.boolean_or("tp_comm_overlap", false);
   if (c.has("overlap_grad_reduce")) out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
+  if (c.has("overlap_p2p")) out.overlap_p2p = c.boolean_or("overlap_p2p", true);
 }
 
 }  // namespace

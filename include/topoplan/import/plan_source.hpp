@@ -20,7 +20,7 @@ struct ImportedPlan {
   std::optional<int> nodes;
   std::optional<std::int64_t> seq_len, global_batch;
   std::optional<Dtype> dtype;
-  std::optional<bool> flash_attention, tp_comm_overlap, overlap_grad_reduce;
+  std::optional<bool> flash_attention, tp_comm_overlap, overlap_grad_reduce, overlap_p2p;
   std::optional<int> layers_per_virtual_stage;  ///< Megatron's way to give vpp (needs the model)
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
 };
