@@ -60,11 +60,16 @@ std::vector<Order> distinct_orders(const Plan& p) {
 
 namespace {
 
+/// Every divisor of n, ascending, in O(sqrt n).
 std::vector<int> divisors(std::int64_t n) {
-  std::vector<int> out;
-  for (std::int64_t d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(static_cast<int>(d));
-  return out;
+  std::vector<int> low, high;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(static_cast<int>(d));
+      if (d * d != n) high.push_back(static_cast<int>(n / d));
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 /// Same plan but for the order, and exactly the same cost: a mirror layout that gives nothing new.
