@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the README's generated tables (accuracy and calibration constants) from the built
-# binary: run after changing the cost model or the calibration. The readme.* tests check them.
+# Regenerates the README's measured parts from the built binary: the accuracy and calibration
+# tables and every example output block (cmake/ReadmeOutputs.cmake). Run after changing the cost
+# model or the calibration; the readme.* tests fail until then.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/topoplan}
@@ -19,3 +20,4 @@ PY
 }
 replace calibrate "$bin" calibrate --format markdown
 replace constants "$bin" calibrate --constants --format markdown
+cmake -DBIN="$bin" -DREADME=README.md -DWORKDIR="$PWD" -DMODE=update -P cmake/ReadmeOutputs.cmake
