@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <vector>
 
 #include "topoplan/export.hpp"
@@ -42,11 +43,21 @@ std::string export_megatron_args(const ExportContext& x) {
     out += fmt::format("# ZeRO-{} has no Megatron-LM flag; --use-distributed-optimizer shards "
                        "only the optimizer state (ZeRO-1)\n",
                        p.zero);
-  if (!expressible)
+  if (!expressible) {
     out += fmt::format(
         "# order {} is not expressible with Megatron-LM's flags (its default tp-cp-ep-dp-pp or "
-        "--use-tp-pp-dp-mapping); the explicit process groups are in ranks.json (groups)\n",
+        "--use-tp-pp-dp-mapping); create these process groups explicitly (also in ranks.json):\n",
         short_order_string(p));
+    for (Dim d : kDefaultOrder) {
+      if (p[d] <= 1) continue;
+      const auto groups = x.mapping.groups(d);
+      out += fmt::format("#   {} groups ({}):", to_string(d), groups.size());
+      const std::size_t shown = std::min<std::size_t>(groups.size(), 16);
+      for (std::size_t i = 0; i < shown; ++i) out += fmt::format(" [{}]", fmt::join(groups[i], ","));
+      if (shown < groups.size()) out += " ...";
+      out += "\n";
+    }
+  }
   if (!x.mapping.identity())
     out += "# this placement permutes ranks across GPUs: launch with the rank table (ranks.json, "
            "slurm-hostfile or torchrun.sh with CUDA_VISIBLE_DEVICES)\n";
