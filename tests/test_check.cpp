@@ -94,3 +94,18 @@ TEST_CASE("check output for CI systems: GitHub annotations and JUnit XML") {
   CHECK(doc["passed"] == false);
   CHECK(doc["plan"]["schema"] == "topoplan.plan/v1");
 }
+
+TEST_CASE("check flags expert-parallel groups placed across servers when they fit inside one") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  Plan across = test::plan(2, 1, 8, "tp-dp-ep-pp", 1, 4);
+  CheckResult r = run_check(ctx, across, Mapping::from_order(across), CheckOptions{});
+  const Finding* ep = find(r, "ep-tier");
+  REQUIRE(ep);
+  CHECK_THAT(ep->message, Catch::Contains("ep groups of 4"));
+  CHECK_THAT(ep->message, Catch::Contains("span leaf"));
+  Plan inside = test::plan(2, 1, 8, "tp-cp-ep-dp-pp", 1, 4);
+  CHECK_FALSE(find(run_check(ctx, inside, Mapping::from_order(inside), CheckOptions{}), "ep-tier"));
+}
