@@ -334,21 +334,34 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
 
   // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
   // bucket, or whatever exceeds the window, is exposed; all of it without --overlap-grad-reduce.
-  // Dense gradients reduce over dp x cp, expert gradients over expert-dp.
+  // Each bucket is its own collective, so every bucket pays the latency terms. Dense gradients
+  // reduce over dp x cp, expert gradients over expert-dp.
   //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
   //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
   //           all-gather of the updated parameters.
   //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
   //           backward; then the parameter all-gather, exposed.
-  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward; all three
-  //           hide behind that microbatch's compute where they fit.
+  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward, layer by
+  //           layer; all three hide behind that microbatch's compute where they fit.
   const double params_gpu = core.params_gpu;
   const bool any_dp = sh.grad.size > 1 || sh.expert_grad.size > 1;
   if (any_dp && params_gpu > 0) {
+    const double bytes_per_param = core.dense_grad_bytes + core.expert_grad_bytes > 0
+                                       ? (core.dense_grad_bytes + core.expert_grad_bytes) / params_gpu
+                                       : 1.0;
+    // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
+    auto buckets = [&](double grad_bytes) {
+      return std::max(1.0, std::ceil(grad_bytes / bytes_per_param / cal.dp_bucket_params));
+    };
+    const double layer_gathers = std::max(1.0, core.layers_per_stage);
     auto reduce = [&](const GroupShape& g, double grad_bytes, double param_bytes,
                       CollectiveCost& grad, double& gather) {
-      grad = p.zero == 0 ? all_reduce(fab, g, grad_bytes) : ring_reduce_scatter(fab, g, grad_bytes);
-      gather = ring_all_gather(fab, g, param_bytes).time;
+      if (grad_bytes <= 0) return;
+      const double n = buckets(grad_bytes);
+      grad = p.zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
+      grad.time *= n;
+      const double ng = p.zero >= 3 ? layer_gathers : n;
+      gather = ng * ring_all_gather(fab, g, param_bytes / ng).time;
     };
     CollectiveCost g_dense, g_expert;
     double gather_dense = 0, gather_expert = 0;
