@@ -191,6 +191,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
       j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
   const double dense_gpu = params_gpu - experts_gpu;
   core.params_gpu = params_gpu;
+  core.grad_bytes_per_param = grad_bytes;
   core.dense_grad_bytes = dense_gpu * grad_bytes;
   core.expert_grad_bytes = experts_gpu * grad_bytes;
   core.dense_param_bytes = dense_gpu * bytes;
@@ -346,12 +347,10 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   const double params_gpu = core.params_gpu;
   const bool any_dp = sh.grad.size > 1 || sh.expert_grad.size > 1;
   if (any_dp && params_gpu > 0) {
-    const double bytes_per_param = core.dense_grad_bytes + core.expert_grad_bytes > 0
-                                       ? (core.dense_grad_bytes + core.expert_grad_bytes) / params_gpu
-                                       : 1.0;
     // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
     auto buckets = [&](double grad_bytes) {
-      return std::max(1.0, std::ceil(grad_bytes / bytes_per_param / cal.dp_bucket_params));
+      if (core.grad_bytes_per_param <= 0) return 1.0;
+      return std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param / cal.dp_bucket_params));
     };
     const double layer_gathers = std::max(1.0, core.layers_per_stage);
     auto reduce = [&](const GroupShape& g, double grad_bytes, double param_bytes,

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "detail/json_output.hpp"
 #include "topoplan/inference.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/units.hpp"
@@ -11,18 +12,14 @@ namespace {
 
 using nlohmann::ordered_json;
 
-double ms(double s) { return std::stod(fmt::format("{:.6g}", s * 1e3)); }
-double r6(double v) { return std::stod(fmt::format("{:.6g}", v)); }
+using detail::sig;
+
+double ms(double s) { return sig(s * 1e3); }
 
 ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
   const auto& c = ctx.cluster;
   ordered_json j;
-  j["schema"] = kInferenceSchema;
-  j["model"] = ctx.model.spec.name;
-  j["cluster"] = c.spec().name;
-  j["gpu"] = c.gpu().name;
-  j["nodes"] = c.spec().nodes;
-  j["gpus"] = c.gpu_count();
+  detail::put_inputs(j, kInferenceSchema, c, ctx.model);
   j["workload"] = {{"prompt_len", ctx.job.prompt_len},
                    {"output_len", ctx.job.output_len},
                    {"batch", ctx.job.batch},
@@ -38,10 +35,10 @@ ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceE
   j["ttft_ms"] = ms(e.ttft);
   j["token_latency_ms"] = ms(e.token_latency);
   j["end_to_end_ms"] = ms(e.end_to_end);
-  j["tokens_per_s"] = r6(e.tokens_per_s);
-  j["tokens_per_s_per_gpu"] = r6(e.tokens_per_s_per_gpu);
-  j["decode_tokens_per_s"] = r6(e.decode_tokens_per_s);
-  j["comm_share"] = r6(e.comm_share);
+  j["tokens_per_s"] = sig(e.tokens_per_s);
+  j["tokens_per_s_per_gpu"] = sig(e.tokens_per_s_per_gpu);
+  j["decode_tokens_per_s"] = sig(e.decode_tokens_per_s);
+  j["comm_share"] = sig(e.comm_share);
   j["decode_ms"] = {{"memory", ms(e.decode.memory)},
                     {"weights_read", ms(e.weight_read)},
                     {"kv_read", ms(e.kv_read)},
@@ -58,11 +55,11 @@ ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceE
   j["tiers"] = {{"tp", span_name(c, e.shapes[0])},
                 {"pp", span_name(c, e.shapes[static_cast<int>(Dim::pp)])},
                 {"ep", span_name(c, e.shapes[static_cast<int>(Dim::ep)])}};
-  j["memory_gib"] = {{"weights", r6(units::to_GiB(e.memory_weights))},
-                     {"kv_cache", r6(units::to_GiB(e.memory_kv))},
-                     {"other", r6(units::to_GiB(e.memory_other))},
-                     {"total", r6(units::to_GiB(e.memory_total()))},
-                     {"capacity", r6(units::to_GiB(c.gpu().memory_bytes))}};
+  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory_weights))},
+                     {"kv_cache", sig(units::to_GiB(e.memory_kv))},
+                     {"other", sig(units::to_GiB(e.memory_other))},
+                     {"total", sig(units::to_GiB(e.memory_total()))},
+                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes))}};
   return j;
 }
 

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "detail/json_output.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {
 namespace {
 
+using detail::sig;
 using nlohmann::ordered_json;
 
 std::string thousands(double v) {
@@ -22,21 +24,10 @@ std::string thousands(double v) {
   return out;
 }
 
-/// Rounds to a fixed number of significant digits so JSON output is stable and readable.
-double sig(double v, int digits = 6) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  return std::stod(fmt::format("{:.{}g}", v, digits));
-}
-
 ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   ordered_json j;
-  j["schema"] = kPlanSchema;
-  j["model"] = ctx.model.spec.name;
-  j["cluster"] = c.spec().name;
-  j["gpu"] = c.gpu().name;
-  j["nodes"] = c.spec().nodes;
-  j["gpus"] = c.gpu_count();
+  detail::put_inputs(j, kPlanSchema, c, ctx.model);
   j["job"] = {{"seq_len", ctx.job.seq_len},
               {"global_batch", ctx.job.global_batch},
               {"dtype", to_string(ctx.job.dtype)},

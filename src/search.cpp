@@ -336,32 +336,23 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   // Merge in a fixed order; the ranking is a total order, so the result is the same for any
   // number of threads.
   TopK top(opt.top_k, opt.distinct);
-  std::vector<std::pair<PlanError, std::int64_t>> rejected = pre.rejected;
-  parts.push_back(std::move(pre));
-  for (std::size_t t = 0; t < parts.size(); ++t) {
-    Partial& p = parts[t];
-    if (t < tops.size())
-      for (const auto& cand : tops[t].take()) top.offer(cand);
-    r.evaluated += p.evaluated;
-    r.out_of_memory += p.out_of_memory;
-    if (p.closest_unfit && (!r.closest_unfit || closer(*p.closest_unfit, *r.closest_unfit)))
-      r.closest_unfit = p.closest_unfit;
-    if (t + 1 < parts.size())
-      for (const auto& [e, cnt] : p.rejected) {
-        bool found = false;
-        for (auto& [k, c2] : rejected)
-          if (k == e) {
-            c2 += cnt;
-            found = true;
-          }
-        if (!found) rejected.emplace_back(e, cnt);
-      }
+  Partial all = std::move(pre);  // starts with the rejections found while listing degrees
+  for (int t = 0; t < threads; ++t) {
+    const Partial& p = parts[t];
+    for (const auto& cand : tops[t].take()) top.offer(cand);
+    all.evaluated += p.evaluated;
+    all.out_of_memory += p.out_of_memory;
+    if (p.closest_unfit && (!all.closest_unfit || closer(*p.closest_unfit, *all.closest_unfit)))
+      all.closest_unfit = p.closest_unfit;
+    for (const auto& [e, cnt] : p.rejected) all.reject(e, cnt);
   }
   r.top = top.take();
-  if (!r.top.empty()) r.closest_unfit.reset();
-  std::sort(rejected.begin(), rejected.end(),
+  r.evaluated = all.evaluated;
+  r.out_of_memory = all.out_of_memory;
+  if (r.top.empty()) r.closest_unfit = std::move(all.closest_unfit);
+  std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [e, cnt] : rejected) r.rejected.emplace_back(short_reason(e), cnt);
+  for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);
   if (opt.micro_batch && r.evaluated == 0 && r.rejected.empty())
     throw_input("--micro-batch", "",
                 fmt::format("{} divides no data-parallel share of the global batch {}",

@@ -1,0 +1,32 @@
+#pragma once
+/// Shared by the report writers: stable rounding, and the inputs every result document names.
+/// Private to the library (only report sources include nlohmann/json).
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "topoplan/model.hpp"
+#include "topoplan/topology.hpp"
+
+namespace topoplan::detail {
+
+/// Rounds to a fixed number of significant digits so JSON output is stable and readable.
+inline double sig(double v, int digits = 6) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  return std::stod(fmt::format("{:.{}g}", v, digits));
+}
+
+/// "schema", then what was planned: model, cluster, gpu, nodes, gpus.
+inline void put_inputs(nlohmann::ordered_json& j, const char* schema, const Cluster& c,
+                       const Model& m) {
+  j["schema"] = schema;
+  j["model"] = m.spec.name;
+  j["cluster"] = c.spec().name;
+  j["gpu"] = c.gpu().name;
+  j["nodes"] = c.spec().nodes;
+  j["gpus"] = c.gpu_count();
+}
+
+}  // namespace topoplan::detail
