@@ -23,10 +23,8 @@ std::string where(const Cluster& c, const GroupShape& g) {
 }
 
 std::string plan_words(const Plan& p) {
-  return fmt::format("tp {}{}{} pp {} dp {} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})",
-                     p[Dim::tp], p[Dim::cp] > 1 ? fmt::format(" cp {}", p[Dim::cp]) : "",
-                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", p[Dim::pp],
-                     p[Dim::dp], p.micro_batch, short_order_string(p),
+  return fmt::format("{} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})", degrees_string(p),
+                     p.micro_batch, short_order_string(p),
                      p.zero, to_string(p.recompute), p.sequence_parallel ? "on" : "off");
 }
 
@@ -64,16 +62,17 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
     if (!r.best_same_degrees || ranks_before(alt, *r.best_same_degrees)) r.best_same_degrees = alt;
   }
 
+  // A tier rule fires only when an order that keeps d's groups on a faster tier is materially
+  // faster by the cost model (step time below 1 / (1 + tier_min_gain) of this one's): keeping a
+  // group inside a server is a means, not an end, and it can cost the other dimensions more.
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
     const int i = static_cast<int>(d);
     if (plan[d] <= 1) continue;
-    const Candidate* keep = nullptr;  // the best-ranked order with the innermost span for d
+    const Candidate* keep = nullptr;  // the fastest order with a smaller span for d
     for (const auto& alt : alts)
-      if (!keep || alt.eval.shapes[i].span_tier < keep->eval.shapes[i].span_tier ||
-          (alt.eval.shapes[i].span_tier == keep->eval.shapes[i].span_tier &&
-           ranks_before(alt, *keep)))
+      if (alt.eval.shapes[i].span_tier < e.shapes[i].span_tier && (!keep || ranks_before(alt, *keep)))
         keep = &alt;
-    if (!keep || e.shapes[i].span_tier <= keep->eval.shapes[i].span_tier) continue;
+    if (!keep || !(e.step_time > (1.0 + opt.tier_min_gain) * keep->eval.step_time)) continue;
     std::string msg = fmt::format(
         "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
         sample_group(mapping, d), where(c, e.shapes[i]), short_order_string(keep->plan),
@@ -82,6 +81,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
     if (mine > 0 && best > 0)
       msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
                          to_string(d), mine / best, mine, best);
+    msg += fmt::format("; step time {:.3f} s vs {:.3f} s", e.step_time, keep->eval.step_time);
     r.findings.push_back({fmt::format("{}-tier", to_string(d)), Severity::error, msg});
   }
 
@@ -152,11 +152,12 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
     if (!best || inference_ranks_before(alt, *best, Objective::latency)) best = &alt;
   const int i = static_cast<int>(Dim::tp);
   if (plan[Dim::tp] > 1) {
-    const InferenceCandidate* keep = nullptr;
+    const InferenceCandidate* keep = nullptr;  // the fastest order with a smaller TP span
     for (const auto& alt : alts)
-      if (!keep || alt.eval.shapes[i].span_tier < keep->eval.shapes[i].span_tier)
+      if (alt.eval.shapes[i].span_tier < e.shapes[i].span_tier &&
+          (!keep || inference_ranks_before(alt, *keep, Objective::latency)))
         keep = &alt;
-    if (keep && e.shapes[i].span_tier > keep->eval.shapes[i].span_tier)
+    if (keep && e.token_latency > (1.0 + opt.tier_min_gain) * keep->eval.token_latency)
       r.findings.push_back(
           {"tp-tier", Severity::error,
            fmt::format("tp groups of {} (first: {}) span {}; order {} keeps them on {}: every token "
@@ -187,10 +188,10 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
     if (e.token_latency > opt.max_gap * b.eval.token_latency)
       r.findings.push_back(
           {"gap-to-best", Severity::error,
-           fmt::format("{:.3f} ms per token is {:.2f}x the best plan, tp {} pp {} ({}): {:.3f} ms "
+           fmt::format("{:.3f} ms per token is {:.2f}x the best plan, {} ({}): {:.3f} ms "
                        "(limit {:.2f}x)",
-                       e.token_latency * 1e3, e.token_latency / b.eval.token_latency, b.plan[Dim::tp],
-                       b.plan[Dim::pp], short_order_string(b.plan), b.eval.token_latency * 1e3,
+                       e.token_latency * 1e3, e.token_latency / b.eval.token_latency,
+                       degrees_string(b.plan, false), short_order_string(b.plan), b.eval.token_latency * 1e3,
                        opt.max_gap)});
   }
   return r;

@@ -36,9 +36,9 @@ std::string xml_escape(const std::string& s) {
 
 std::string check_text(const RunContext& ctx, const CheckResult& r) {
   std::string out = "topoplan check: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: tp {} pp {} dp {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
+  out += fmt::format("plan: {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
                      "sequence parallelism {}\n",
-                     r.plan[Dim::tp], r.plan[Dim::pp], r.plan[Dim::dp], r.plan.micro_batch,
+                     degrees_string(r.plan), r.plan.micro_batch,
                      short_order_string(r.plan), r.plan.zero, to_string(r.plan.recompute),
                      r.plan.sequence_parallel ? "on" : "off");
   if (r.eval)
@@ -85,7 +85,7 @@ nlohmann::ordered_json findings_json(const CheckResult& r) {
 std::string check_text(const InferenceContext& ctx, const CheckResult& r) {
   std::string out = fmt::format("topoplan check --inference: {} on {} x {}\n", ctx.model.spec.name,
                                 ctx.cluster.spec().nodes, ctx.cluster.spec().name);
-  out += fmt::format("plan: tp {} pp {}, order {}\n", r.plan[Dim::tp], r.plan[Dim::pp],
+  out += fmt::format("plan: {}, order {}\n", degrees_string(r.plan, false),
                      short_order_string(r.plan));
   if (r.inference)
     out += fmt::format("predicted {:.3f} ms per token, {:.2f} ms to first token, {:.1f} GiB per GPU\n",

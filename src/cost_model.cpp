@@ -31,7 +31,8 @@ namespace {
 struct StageParams {
   double first = 0;
   double last = 0;
-  [[nodiscard]] double max() const { return std::max(first, last); }
+  double middle = 0;  ///< a middle stage (uneven splits give it more layers than first or last)
+  [[nodiscard]] double max() const { return std::max({first, last, middle}); }
 };
 
 /// Parameters held by one GPU of the first and of the last pipeline stage, and of those the
@@ -40,19 +41,23 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   const double t = p[Dim::tp];
   const double ep = p[Dim::ep];
   const int pp = p[Dim::pp];
-  const double layers = static_cast<double>((m.spec.layers + pp - 1) / pp);
+  const StageLayers split = stage_layers(m.spec.layers, pp);
   const auto& k = m.counts;
-  const double expert = layers * static_cast<double>(k.layer_expert_params) / (t * ep);
-  const double body = layers * static_cast<double>(k.layer_params - k.layer_expert_params) / t + expert;
-  if (experts_per_gpu) *experts_per_gpu = expert;
+  const double expert_layer = static_cast<double>(k.layer_expert_params) / (t * ep);
+  const double dense_layer = static_cast<double>(k.layer_params - k.layer_expert_params) / t;
+  // The most loaded stage's experts (the ZeRO shards and expert gradients are sized by it).
+  if (experts_per_gpu) *experts_per_gpu = static_cast<double>(split.max()) * expert_layer;
+  const double first = static_cast<double>(split.first) * (dense_layer + expert_layer);
+  const double last = static_cast<double>(split.last) * (dense_layer + expert_layer);
   const double emb = static_cast<double>(k.embedding_params) / t;
   // Tied embeddings keep a copy of the word embedding on the last stage.
   const double head = static_cast<double>(k.head_params) / t +
                       (m.spec.tied_embeddings && pp > 1
                            ? static_cast<double>(m.spec.vocab * m.spec.hidden) / t
                            : 0.0);
-  if (pp == 1) return {body + emb + head, body + emb + head};
-  return {body + emb, body + head};
+  if (pp == 1) return {first + emb + head, first + emb + head, 0};
+  const double middle = pp > 2 ? static_cast<double>(split.middle) * (dense_layer + expert_layer) : 0;
+  return {first + emb, last + head, middle};
 }
 
 /// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, generalised to
@@ -158,8 +163,10 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
   const double bytes = dtype_bytes(j.dtype);
-  // The slowest stage holds ceil(layers / pp) layers (uneven splits put the extra on it).
-  core.layers_per_stage = static_cast<double>((m.spec.layers + pp - 1) / pp);
+  // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
+  // and last stages fewer).
+  const StageLayers split = stage_layers(m.spec.layers, pp);
+  core.layers_per_stage = static_cast<double>(split.max());
   core.moe_layers_per_stage =
       core.layers_per_stage * static_cast<double>(k.moe_layers) / static_cast<double>(m.spec.layers);
   core.microbatches =
@@ -209,8 +216,8 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
   if (v > 1) in_flight *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
-  double act_first = layer_act * core.layers_per_stage * in_flight;
-  double act_last = layer_act * core.layers_per_stage;
+  double act_first = layer_act * static_cast<double>(split.first) * in_flight;
+  double act_last = layer_act * static_cast<double>(split.last);
   if (p.recompute == Recompute::full) {  // one layer's full activations while recomputing
     const double working = layer_activation_bytes(m, j, p, Recompute::selective);
     act_first += working;

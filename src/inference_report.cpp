@@ -79,8 +79,14 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
   const double t = e.token_latency;
   const auto pct = [&](double v) { return 100.0 * v / t; };
   const int layers = static_cast<int>(ctx.model.spec.layers);
-  out.push_back(fmt::format("reading weights and KV cache: {:.3f} ms ({:.0f}%) - divided by tp x pp",
-                            e.decode.memory * 1e3, pct(e.decode.memory)));
+  // A token passes the pp stages one after another, each reading its share: the read per token
+  // divides by tp only; pp raises throughput (pp micro-batches in flight), not latency.
+  out.push_back(fmt::format("reading weights and KV cache: {:.3f} ms ({:.0f}%) - divided by tp{}",
+                            e.decode.memory * 1e3, pct(e.decode.memory),
+                            p[Dim::pp] > 1 ? fmt::format("; the {} pipeline stages read one after "
+                                                         "another",
+                                                         p[Dim::pp])
+                                           : ""));
   out.push_back(fmt::format("per-layer launch overhead: {:.3f} ms ({:.0f}%) - {} layers, not divided by tp",
                             e.decode.overhead * 1e3, pct(e.decode.overhead), layers));
   if (p[Dim::tp] > 1)
@@ -101,8 +107,7 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
 
 std::string inference_text(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
   std::string out = "topoplan evaluate --inference: " + header(ctx) + "\n";
-  out += fmt::format("plan: tp {} pp {}{}, {} replica{}, order {}\n\n", p[Dim::tp], p[Dim::pp],
-                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", e.replicas,
+  out += fmt::format("plan: {}, {} replica{}, order {}\n\n", degrees_string(p, false), e.replicas,
                      e.replicas == 1 ? "" : "s", short_order_string(p));
   out += fmt::format("time to first token {:.2f} ms   per token {:.3f} ms   end to end {:.2f} ms\n",
                      e.ttft * 1e3, e.token_latency * 1e3, e.end_to_end * 1e3);

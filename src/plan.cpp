@@ -1,5 +1,7 @@
 #include "topoplan/plan.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "topoplan/error.hpp"
@@ -15,6 +17,33 @@ const char* to_string(Dim d) {
     case Dim::pp: return "pp";
   }
   return "?";
+}
+
+std::int64_t StageLayers::max() const { return std::max({first, middle, last}); }
+
+StageLayers stage_layers(std::int64_t layers, int pp) {
+  if (pp <= 1 || layers % pp == 0) {
+    const std::int64_t n = pp <= 1 ? layers : layers / pp;
+    return {n, n, n};
+  }
+  const std::int64_t ceil = (layers + pp - 1) / pp;
+  if (pp == 2) return {layers - ceil, 0, ceil};
+  // Middle stages as full as possible; the first and last share what is left, each at least 1.
+  for (std::int64_t middle = ceil; middle >= 1; --middle) {
+    const std::int64_t rest = layers - (pp - 2) * middle;
+    if (rest < 2 || rest > 2 * ceil) continue;
+    return {rest / 2, middle, rest - rest / 2};
+  }
+  return {ceil, ceil, ceil};  // unreachable for pp <= layers
+}
+
+std::string degrees_string(const Plan& p, bool with_dp) {
+  std::string out = fmt::format("tp {}", p[Dim::tp]);
+  for (Dim d : {Dim::cp, Dim::ep})
+    if (p[d] > 1) out += fmt::format(" {} {}", to_string(d), p[d]);
+  out += fmt::format(" pp {}", p[Dim::pp]);
+  if (with_dp) out += fmt::format(" dp {}", p[Dim::dp]);
+  return out;
 }
 
 const char* to_string(Recompute r) {

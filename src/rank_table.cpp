@@ -42,6 +42,33 @@ RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::
   return t;
 }
 
+std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node_of_rank,
+                                  const std::vector<int>& gpu_of_rank, const std::string& source) {
+  const int g = c.gpus_per_server();
+  const int nodes = c.spec().nodes;
+  std::vector<int> devices(node_of_rank.size());
+  // Indexed by device over the whole cluster, not by the GPUs in use: a subset placement may
+  // name any GPU.
+  std::vector<int> owner(static_cast<std::size_t>(c.gpu_count()), -1);
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    const int node = node_of_rank[r], gpu = gpu_of_rank[r];
+    if (node < 0 || node >= nodes)
+      throw_input(source, fmt::format("ranks[rank {}].node", r),
+                  fmt::format("expected a node from 0 to {}, got {}", nodes - 1, node));
+    if (gpu < 0 || gpu >= g)
+      throw_input(source, fmt::format("ranks[rank {}].gpu", r),
+                  fmt::format("expected a GPU index from 0 to {}, got {}", g - 1, gpu));
+    const int dev = node * g + gpu;
+    if (owner[static_cast<std::size_t>(dev)] >= 0)
+      throw_input(source, fmt::format("ranks[rank {}]", r),
+                  fmt::format("node {} gpu {} is already rank {}", node, gpu,
+                              owner[static_cast<std::size_t>(dev)]));
+    owner[static_cast<std::size_t>(dev)] = static_cast<int>(r);
+    devices[r] = dev;
+  }
+  return devices;
+}
+
 std::vector<std::string> parse_hosts(const std::string& text, const std::string& source,
                                      int nodes) {
   std::vector<std::string> out;

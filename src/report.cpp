@@ -153,11 +153,9 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
     if (o.plan.degree == w.plan.degree && o.plan.micro_batch == w.plan.micro_batch) continue;
     const double slower = 100.0 * (o.eval.step_time / w.eval.step_time - 1.0);
     out.push_back(fmt::format(
-        "the best plan with other degrees or micro-batch, tp {}{}{} pp {} dp {} micro-batch {} ({}, "
+        "the best plan with other degrees or micro-batch, {} micro-batch {} ({}, "
         "ZeRO-{}, recompute {}, sp {}), is {:.{}f}% slower",
-        o.plan[Dim::tp], o.plan[Dim::cp] > 1 ? fmt::format(" cp {}", o.plan[Dim::cp]) : "",
-        o.plan[Dim::ep] > 1 ? fmt::format(" ep {}", o.plan[Dim::ep]) : "", o.plan[Dim::pp],
-        o.plan[Dim::dp], o.plan.micro_batch,
+        degrees_string(o.plan), o.plan.micro_batch,
         short_order_string(o.plan), o.plan.zero, to_string(o.plan.recompute),
         o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
     break;
@@ -182,9 +180,8 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
   if (r.top.empty()) {
     out += "no plan fits in memory";
     if (r.closest_unfit)
-      out += fmt::format("; the closest, tp {} pp {} dp {} micro-batch {}, {}",
-                         r.closest_unfit->plan[Dim::tp], r.closest_unfit->plan[Dim::pp],
-                         r.closest_unfit->plan[Dim::dp], r.closest_unfit->plan.micro_batch,
+      out += fmt::format("; the closest, {} micro-batch {}, {}",
+                         degrees_string(r.closest_unfit->plan), r.closest_unfit->plan.micro_batch,
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
@@ -245,12 +242,10 @@ std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluati
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: tp {}{}{} pp {} dp {}, micro-batch {}, vpp {}, order {} ({} "
+  out += fmt::format("plan: {}, micro-batch {}, vpp {}, order {} ({} "
                      "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
                      "parallelism {}\n\n",
-                     p[Dim::tp], p[Dim::cp] > 1 ? fmt::format(" cp {}", p[Dim::cp]) : "",
-                     p[Dim::ep] > 1 ? fmt::format(" ep {}", p[Dim::ep]) : "", p[Dim::pp],
-                     p[Dim::dp], p.micro_batch, p.vpp,
+                     degrees_string(p), p.micro_batch, p.vpp,
                      order_string(p.order), e.microbatches, p.zero, to_string(p.recompute),
                      p.sequence_parallel ? "on" : "off");
   out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "

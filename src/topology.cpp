@@ -126,7 +126,9 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
     if (k == 0) {
       bandwidth_[k] = t.bandwidth;
     } else {
-      path_min = std::min(path_min, t.bandwidth / t.oversubscription);
+      // Traffic that crosses tier k has passed every uplink below it: each oversubscribed tier
+      // divides what reaches it, so ratios compound (2:1 at spine and at core: 1/4 at the core).
+      path_min = std::min(path_min, t.bandwidth) / t.oversubscription;
       bandwidth_[k] = path_min;
     }
     tier_count_ = static_cast<int>(k) + 1;

@@ -145,3 +145,22 @@ TEST_CASE("MoE inference: experts sharded over ep, all-to-alls per MoE layer, on
   dense[Dim::ep] = 2;
   CHECK(check_inference_plan(c, test::preset_model("llama3-8b"), dense) == PlanError::ep_dense);
 }
+
+TEST_CASE("decode reads the weights divided by tp, not by tp x pp, and the explanation says so") {
+  // Issue 15.4: a token passes the pp stages one after another, each reading its 1/pp of the
+  // layers: per token, pp stages x (layers / pp) / tp = layers / tp. Only tp cuts the read.
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("llama3-70b");
+  InferenceJob j;
+  j.batch = 8;
+  const InferenceEval tp4 = run(c, m, j, plan(4, 1, 4, "tp-dp-pp"));
+  const InferenceEval tp4pp4 = run(c, m, j, plan(4, 4, 1, "tp-pp-dp"));
+  const InferenceEval tp8 = run(c, m, j, plan(8, 1, 2, "tp-dp-pp"));
+  CHECK(tp4pp4.weight_read == Approx(tp4.weight_read).epsilon(0.06));  // + the head per stage
+  CHECK(tp8.weight_read == Approx(tp4.weight_read / 2).epsilon(0.01));
+  InferenceContext ctx{c, m, j, Calibration{}};
+  const auto lines = explain_token(ctx, plan(4, 4, 1, "tp-pp-dp"), tp4pp4);
+  REQUIRE(!lines.empty());
+  CHECK(lines.front().find("divided by tp;") != std::string::npos);
+  CHECK(lines.front().find("tp x pp") == std::string::npos);
+}

@@ -41,8 +41,8 @@ TEST_CASE("tiers give domain sizes, meeting tiers and per-GPU bandwidth") {
   CHECK(c.bandwidth(0) == Approx(100e9));
   // NIC share: 4 x 200 Gb/s = 100 GB/s over 4 GPUs = 25 GB/s, below the leaf's 50.
   CHECK(c.bandwidth(1) == Approx(25e9));
-  // Spine: 40 GB/s / 4 oversubscription = 10 GB/s.
-  CHECK(c.bandwidth(2) == Approx(10e9));
+  // Spine: what reaches it, min(25, 40) GB/s, divided by its 4:1 oversubscription = 6.25 GB/s.
+  CHECK(c.bandwidth(2) == Approx(6.25e9));
   CHECK(c.latency_override(2) == Approx(9e-6));
   CHECK(c.link(2) == Link::roce);
   CHECK(c.link(0) == Link::nvlink4);  // the default for tier 0
@@ -97,4 +97,40 @@ TEST_CASE("bad cluster input names the file, the JSON path and what was expected
   s.tiers.resize(1);
   CHECK_THROWS_WITH(Cluster(s, "small.json"),
                     Catch::Contains("servers do not fit in the top tier 'nvlink'"));
+}
+
+TEST_CASE("oversubscription compounds: 2:1 at the spine and 2:1 at the core leave a quarter") {
+  // Issue 15.5: before, the core tier got min(spine / 2, core / 2), the same as 2:1 at the core
+  // alone. Traffic crossing the core has passed the spine's uplinks too.
+  ClusterSpec s = test::preset_cluster("dgx-h100", 1).spec();
+  s.nodes = 64;
+  s.tiers.resize(2);
+  s.tiers[1].fanout = 4;  // 4 servers per leaf
+  TierSpec spine = s.tiers[1];
+  spine.name = "spine";
+  TierSpec core = s.tiers[1];
+  core.name = "core";
+  core.fanout = 0;
+  s.tiers.push_back(spine);
+  s.tiers.push_back(core);
+  const double line = Cluster(s, "t").bandwidth(1);
+  ClusterSpec core_only = s;
+  core_only.tiers[3].oversubscription = 2;
+  ClusterSpec both = core_only;
+  both.tiers[2].oversubscription = 2;
+  CHECK(Cluster(core_only, "t").bandwidth(2) == Approx(line));
+  CHECK(Cluster(core_only, "t").bandwidth(3) == Approx(line / 2));
+  CHECK(Cluster(both, "t").bandwidth(2) == Approx(line / 2));
+  CHECK(Cluster(both, "t").bandwidth(3) == Approx(line / 4));
+  // And DP groups with one member per spine domain (tp 8 x pp 16 = 16 servers = one spine's
+  // domain, dp outermost) reduce across the core at half the bandwidth with both ratios.
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  j.seq_len = 4096;
+  j.global_batch = 512;
+  const Plan p = test::plan(8, 16, 4, "tp-pp-dp");
+  const Evaluation e_core = test::eval(Cluster(core_only, "t"), m, j, p);
+  const Evaluation e_both = test::eval(Cluster(both, "t"), m, j, p);
+  CHECK(e_core.shapes[static_cast<int>(Dim::dp)].span_tier == 3);
+  CHECK(e_both.comm.dp > 1.8 * e_core.comm.dp);
 }

@@ -31,7 +31,8 @@ inline constexpr RuleInfo kRules[] = {
     {"invalid-degrees", Severity::error,
      "degrees must divide the GPUs, heads, key/value heads, MLP size, layers and batch"},
     {"tp-tier", Severity::error,
-     "TP groups span a slower tier than a mapping of the same degrees could keep them on"},
+     "TP groups span a slower tier than a mapping of the same degrees could keep them on, and "
+     "that mapping is faster by more than --tier-min-gain"},
     {"cp-tier", Severity::error, "CP groups likewise"},
     {"ep-tier", Severity::error, "EP groups likewise"},
     {"inverted-hierarchy", Severity::warning,
@@ -46,6 +47,9 @@ inline constexpr RuleInfo kRules[] = {
 struct CheckOptions {
   double max_slowdown = 1.25;
   double max_gap = 2.0;
+  /// The tier rules fire only when the order they suggest is faster by more than this fraction
+  /// (step time, or token latency for inference).
+  double tier_min_gain = 0.05;
 };
 
 struct CheckResult {

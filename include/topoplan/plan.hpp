@@ -40,6 +40,22 @@ struct Plan {
   [[nodiscard]] std::int64_t world() const;
 };
 
+/// Transformer layers per pipeline stage (per rank, over all its virtual stages). When pp does not
+/// divide the layers, every middle stage holds ceil(layers / pp) and the first and last stages
+/// share the rest, the first taking the smaller part (it also keeps the most microbatches in
+/// flight): the split Megatron-LM expresses with --decoder-first-pipeline-num-layers and
+/// --decoder-last-pipeline-num-layers.
+struct StageLayers {
+  std::int64_t first = 0, middle = 0, last = 0;
+  [[nodiscard]] std::int64_t max() const;
+  [[nodiscard]] bool even() const { return first == middle && middle == last; }
+};
+/// The split for `layers` over `pp` stages (pp <= layers).
+[[nodiscard]] StageLayers stage_layers(std::int64_t layers, int pp);
+
+/// "tp 8 cp 2 pp 4 dp 16": the degrees as reports print them; cp and ep only when above 1, dp
+/// unless `with_dp` is false (inference, where dp counts replicas).
+[[nodiscard]] std::string degrees_string(const Plan& p, bool with_dp = true);
 /// "tp-cp-ep-dp-pp". Always names all five dimensions.
 [[nodiscard]] std::string order_string(const Order& o);
 /// Parses an order string. Dimensions left out are appended in default order, so "tp-dp-pp"

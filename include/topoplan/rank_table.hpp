@@ -32,6 +32,12 @@ struct RankTable {
 /// `hosts` may be empty (names node000, node001, ...); otherwise one per server.
 [[nodiscard]] RankTable build_rank_table(const Cluster& c, const Mapping& m,
                                          std::vector<std::string> hosts);
+/// The device (node x GPUs per server + GPU) of each rank of an explicit placement, checked: every
+/// node and GPU index inside the cluster, no GPU twice. The placement may use any subset of the
+/// cluster's GPUs (GPUs left out idle). InputError names `source` and the rank.
+[[nodiscard]] std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node_of_rank,
+                                                const std::vector<int>& gpu_of_rank,
+                                                const std::string& source);
 /// One hostname per line; blank lines and '#' comments skipped. InputError on duplicates, on
 /// fewer names than servers, or on a name with white space.
 [[nodiscard]] std::vector<std::string> parse_hosts(const std::string& text,

@@ -74,8 +74,8 @@ class Cluster {
   /// The tier's own latency override, seconds (0: use the calibration's).
   [[nodiscard]] double latency_override(int k) const { return spec_.tiers[k].latency; }
   /// Line-rate bytes/s per GPU per direction between GPUs that meet at tier k, when every GPU
-  /// of the server sends across at once: the NIC share, the tier's own bandwidth and every
-  /// oversubscription on the way up, whichever is least.
+  /// of the server sends across at once: the least of the NIC share and the tiers' bandwidths up
+  /// to k, divided by the product of the oversubscriptions up to k (they compound).
   [[nodiscard]] double bandwidth(int k) const { return bandwidth_[k]; }
 
  private:

@@ -22,6 +22,9 @@ int run_check_cmd(const CheckArgs& a) {
     throw_input("--max-slowdown", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_slowdown));
   if (!(a.rules.max_gap >= 1.0))
     throw_input("--max-gap", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_gap));
+  if (!(a.rules.tier_min_gain >= 0.0 && a.rules.tier_min_gain <= 10.0))
+    throw_input("--tier-min-gain", "",
+                fmt::format("expected a fraction from 0 to 10, got {}", a.rules.tier_min_gain));
   InputOptions io = a.in;
   io.inference = a.inf.enabled;
   Resolved r = resolve_plan(io, a.plan);
@@ -56,6 +59,10 @@ Runner register_check(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--max-gap", a->rules.max_gap,
                  "fail when the step time exceeds this x the best plan overall")
+      ->capture_default_str();
+  cmd.add_option("--tier-min-gain", a->rules.tier_min_gain,
+                 "the tier rules fire only when the order they suggest is faster by more than "
+                 "this fraction")
       ->capture_default_str();
   add_output_options(cmd, a->out, {"text", "json", "github", "junit"});
   return [a] { return run_check_cmd(*a); };

@@ -6,6 +6,7 @@
 #include "topoplan/fingerprint.hpp"
 #include "topoplan/import/megatron_args.hpp"
 #include "topoplan/import/plan_json.hpp"
+#include "topoplan/rank_table.hpp"
 
 namespace topoplan::cli {
 namespace {
@@ -48,6 +49,7 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
                             "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
 
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
+  if (imp) check_against_model(*imp, in.model.spec, imp->plan[Dim::pp], source);
   if (in.job.gpus > in.cluster.gpu_count())
     throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", in.job.gpus,
                                           in.cluster.gpu_count()));
@@ -102,24 +104,8 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     if (p.world() != gpus)
       throw_input(source, "world_size",
                   fmt::format("{} ranks, but the cluster has {} GPUs", p.world(), gpus));
-    const int g = in.cluster.gpus_per_server();
-    std::vector<int> devices(imp->node_of_rank.size());
-    std::vector<int> owner(static_cast<std::size_t>(gpus), -1);
-    for (std::size_t r = 0; r < devices.size(); ++r) {
-      const int node = imp->node_of_rank[r], gpu = imp->gpu_of_rank[r];
-      if (node >= in.cluster.spec().nodes)
-        throw_input(source, fmt::format("ranks[rank {}].node", r),
-                    fmt::format("expected a node below {}, got {}", in.cluster.spec().nodes, node));
-      if (gpu >= g)
-        throw_input(source, fmt::format("ranks[rank {}].gpu", r),
-                    fmt::format("expected a GPU index below {}, got {}", g, gpu));
-      const int dev = node * g + gpu;
-      if (owner[dev] >= 0)
-        throw_input(source, fmt::format("ranks[rank {}]", r),
-                    fmt::format("node {} gpu {} is already rank {}", node, gpu, owner[dev]));
-      owner[dev] = static_cast<int>(r);
-      devices[r] = dev;
-    }
+    std::vector<int> devices =
+        devices_of_ranks(in.cluster, imp->node_of_rank, imp->gpu_of_rank, source);
     mapping = Mapping::with_devices(p, std::move(devices));
   }
   return Resolved{std::move(in), p, std::move(mapping)};

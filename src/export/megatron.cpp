@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <vector>
@@ -14,6 +15,44 @@ std::string megatron_order_flag(const Plan& p, bool& expressible) {
   return "";
 }
 
+namespace {
+
+/// The model's shape as Megatron-LM (megatron-core) arguments, so that the run trains the model
+/// that was planned. The vocabulary comes from the tokenizer and is only named in a comment.
+std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
+  std::string a = fmt::format("--num-layers {} --hidden-size {} --ffn-hidden-size {} "
+                              "--num-attention-heads {}",
+                              m.layers, m.hidden, m.ffn, m.heads);
+  if (!m.mla() && m.kv_heads != m.heads)
+    a += fmt::format(" --group-query-attention --num-query-groups {}", m.kv_heads);
+  if (!m.mla() && m.head_dim * m.heads != m.hidden) a += fmt::format(" --kv-channels {}", m.head_dim);
+  a += fmt::format(" --max-position-embeddings {}", std::max(seq_len, m.positions));
+  a += m.positions > 0 ? " --position-embedding-type learned_absolute"
+                       : " --position-embedding-type rope";
+  if (m.gated_mlp) a += " --swiglu";
+  if (!m.layernorm_bias) a += " --normalization RMSNorm";
+  if (!m.biases) a += " --disable-bias-linear";
+  if (!m.tied_embeddings) a += " --untie-embeddings-and-output-weights";
+  if (m.moe()) {
+    a += fmt::format(" --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}", m.experts,
+                     m.top_k, m.expert_ffn);
+    if (m.shared_experts > 0)
+      a += fmt::format(" --moe-shared-expert-intermediate-size {}", m.shared_experts * m.expert_ffn);
+    if (m.first_dense_layers > 0)
+      a += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.first_dense_layers,
+                       m.layers - m.first_dense_layers);
+  }
+  if (m.mla()) {
+    a += fmt::format(" --multi-latent-attention --kv-lora-rank {} --qk-head-dim {} "
+                     "--qk-pos-emb-head-dim {} --v-head-dim {}",
+                     m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim);
+    if (m.q_lora_rank > 0) a += fmt::format(" --q-lora-rank {}", m.q_lora_rank);
+  }
+  return a;
+}
+
+}  // namespace
+
 std::string export_megatron_args(const ExportContext& x) {
   const Plan& p = x.plan;
   const JobSpec& j = x.run.job;
@@ -27,9 +66,13 @@ std::string export_megatron_args(const ExportContext& x) {
       "--global-batch-size {} --seq-length {} --{}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
       to_string(j.dtype));
-  if (p.vpp > 1)
-    args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
-                        x.run.model.spec.layers / (static_cast<std::int64_t>(p[Dim::pp]) * p.vpp));
+  // Virtual stages by their current name (older Megatron-LM: --num-layers-per-virtual-pipeline-
+  // stage layers / (pp x vpp)); an uneven split names the first and last stages' layers.
+  if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
+  const StageLayers split = stage_layers(x.run.model.spec.layers, p[Dim::pp]);
+  if (!split.even())
+    args += fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                        split.first, split.last);
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
@@ -39,6 +82,16 @@ std::string export_megatron_args(const ExportContext& x) {
   if (p.recompute == Recompute::full)
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (!order_flag.empty()) args += " " + order_flag;
+  args += " " + megatron_model_args(x.run.model.spec, j.seq_len);
+  out += fmt::format("# model {}: vocabulary {} (Megatron-LM takes it from the tokenizer)\n",
+                     x.run.model.spec.name, x.run.model.spec.vocab);
+  if (!split.even())
+    out += fmt::format("# pipeline: {} layers as {} on the first stage, {} on each middle stage, {} on "
+                       "the last\n",
+                       x.run.model.spec.layers, split.first, split.middle, split.last);
+  if (x.run.job.overlap_p2p && p.vpp == 1 && p[Dim::pp] > 1)
+    out += "# Megatron-LM overlaps pipeline sends only with interleaving (vpp > 1); this plan was "
+           "costed with them overlapped (plan with --no-overlap-p2p to cost them waiting)\n";
   if (p.zero >= 2)
     out += fmt::format("# ZeRO-{} has no Megatron-LM flag; --use-distributed-optimizer shards "
                        "only the optimizer state (ZeRO-1)\n",

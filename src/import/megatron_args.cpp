@@ -74,7 +74,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.plan.recompute = parse_recompute(value(i), source + ": " + f);
     } else if (f == "--num-layers-per-virtual-pipeline-stage") {
       out.layers_per_virtual_stage = positive(f, value(i), source);
-    } else if (f == "--virtual-pipeline-model-parallel-size") {
+    } else if (f == "--num-virtual-stages-per-pipeline-rank" ||
+               f == "--virtual-pipeline-model-parallel-size") {
       out.plan.vpp = positive(f, value(i), source);
     } else if (f == "--overlap-grad-reduce") {
       out.overlap_grad_reduce = true;
@@ -84,6 +85,14 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.overlap_p2p = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
       out.plan.order = kTpPpDpOrder;
+    } else if (f == "--decoder-first-pipeline-num-layers") {
+      out.first_stage_layers = positive(f, value(i), source);
+    } else if (f == "--decoder-last-pipeline-num-layers") {
+      out.last_stage_layers = positive(f, value(i), source);
+    } else if (f == "--num-layers" || f == "--hidden-size" || f == "--ffn-hidden-size" ||
+               f == "--num-attention-heads" || f == "--num-query-groups" || f == "--num-experts" ||
+               f == "--moe-router-topk" || f == "--moe-ffn-hidden-size") {
+      out.model_shape.emplace_back(f, positive(f, value(i), source));
     } else if (f == "--bf16") {
       out.dtype = Dtype::bf16;
     } else if (f == "--fp16") {
@@ -93,6 +102,34 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   if (!saw_tp && tok.empty())
     throw_input(source, "", "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
   return out;
+}
+
+void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
+                         const std::string& source) {
+  for (const auto& [flag, v] : imp.model_shape) {
+    std::int64_t has = 0;
+    if (flag == "--num-layers") has = m.layers;
+    else if (flag == "--hidden-size") has = m.hidden;
+    else if (flag == "--ffn-hidden-size") has = m.ffn;
+    else if (flag == "--num-attention-heads") has = m.heads;
+    else if (flag == "--num-query-groups") has = m.kv_heads;
+    else if (flag == "--num-experts") has = m.experts;
+    else if (flag == "--moe-router-topk") has = m.top_k;
+    else if (flag == "--moe-ffn-hidden-size") has = m.expert_ffn;
+    if (has != v)
+      throw_input(source, flag,
+                  fmt::format("{}, but the model planned ({}) has {}: pass --model for the model "
+                              "these arguments train",
+                              v, m.name, has));
+  }
+  if (!imp.first_stage_layers && !imp.last_stage_layers) return;
+  const StageLayers split = stage_layers(m.layers, pp);
+  if (imp.first_stage_layers.value_or(split.first) != split.first ||
+      imp.last_stage_layers.value_or(split.last) != split.last)
+    throw_input(source, "--decoder-first-pipeline-num-layers",
+                fmt::format("topoplan models {} layers over pp {} as {} first, {} per middle stage, "
+                            "{} last; another uneven split is not modelled yet",
+                            m.layers, pp, split.first, split.middle, split.last));
 }
 
 }  // namespace topoplan

@@ -4,9 +4,15 @@
 #include <string>
 
 #include "topoplan/import/plan_source.hpp"
+#include "topoplan/model.hpp"
 
 namespace topoplan {
 
 [[nodiscard]] ImportedPlan parse_megatron_args(const std::string& args, const std::string& source);
+
+/// InputError when the model-shape arguments (--num-layers, --hidden-size, ...) or the uneven
+/// pipeline split (--decoder-first/last-pipeline-num-layers) disagree with the model planned.
+void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
+                         const std::string& source);
 
 }  // namespace topoplan

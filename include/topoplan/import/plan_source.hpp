@@ -22,6 +22,10 @@ struct ImportedPlan {
   std::optional<Dtype> dtype;
   std::optional<bool> flash_attention, tp_comm_overlap, overlap_grad_reduce, overlap_p2p;
   std::optional<int> layers_per_virtual_stage;  ///< Megatron's way to give vpp (needs the model)
+  /// Model-shape arguments a source states (Megatron-LM: --num-layers 80, ...): flag -> value.
+  /// They must agree with the model being planned.
+  std::vector<std::pair<std::string, std::int64_t>> model_shape;
+  std::optional<std::int64_t> first_stage_layers, last_stage_layers;  ///< uneven pipeline split
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
 };
 
