@@ -98,12 +98,18 @@ void apply_calibration_json(const std::string& text, const std::string& source, 
   auto doc = detail::parse_json(text, source);
   if (!doc.is_object()) throw_input(source, "(top level)", "expected an object of key: number");
   auto entries = calibration_entries(c);
+  std::vector<std::string_view> known;
+  for (const auto& e : entries) known.push_back(e.key);
   for (const auto& [key, value] : doc.items()) {
-    if (key == "schema" || key == "source") continue;
+    if (key == "schema" || key == "source" || key == "note") continue;
     CalibrationEntry* e = nullptr;
     for (auto& candidate : entries)
       if (candidate.key == key) e = &candidate;
-    if (!e) throw_input(source, key, "unknown calibration key (see topoplan calibration)");
+    if (!e) {  // the same policy as every topoplan format: warn, name the closest key
+      warn_input(source, key,
+                 detail::unknown_key_message(key, known) + "; topoplan calibrate --constants lists the keys");
+      continue;
+    }
     if (!value.is_number() || value.get<double>() < 0)
       throw_input(source, key, fmt::format("expected a number >= 0, got {}", value.dump()));
     *e->value = value.get<double>() / e->scale;

@@ -14,4 +14,17 @@ void throw_input(const std::string& source, const std::string& path, const std::
   throw InputError(input_message(source, path, what));
 }
 
+namespace {
+WarningSink& sink() {
+  static WarningSink s;
+  return s;
+}
+}  // namespace
+
+void set_warning_sink(WarningSink s) { sink() = std::move(s); }
+
+void warn_input(const std::string& source, const std::string& path, const std::string& what) {
+  if (sink()) sink()(input_message(source, path, what));
+}
+
 }  // namespace topoplan

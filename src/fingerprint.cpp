@@ -30,9 +30,17 @@ std::string fingerprint(const Cluster& c) {
 
 std::string fingerprint(const Model& m) {
   const auto& s = m.spec;
-  return fnv1a(fmt::format("{} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.layers, s.heads,
-                           s.kv_heads, s.head_dim, s.ffn, s.vocab, s.positions, s.gated_mlp,
-                           s.tied_embeddings, s.biases, s.layernorm_bias));
+  std::string t = fmt::format("{} {} {} {} {} {} {} {} {} {} {} {}", s.hidden, s.layers, s.heads,
+                              s.kv_heads, s.head_dim, s.ffn, s.vocab, s.positions, s.gated_mlp,
+                              s.tied_embeddings, s.biases, s.layernorm_bias);
+  // Experts and latent attention only when present, so dense models keep their fingerprints.
+  if (s.moe())
+    t += fmt::format(";moe {} {} {} {} {} {}", s.experts, s.top_k, s.expert_ffn, s.shared_experts,
+                     s.shared_ffn(), s.first_dense_layers);
+  if (s.mla())
+    t += fmt::format(";mla {} {} {} {} {}", s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim,
+                     s.qk_rope_head_dim, s.v_head_dim);
+  return fnv1a(t);
 }
 
 std::string fingerprint(const JobSpec& j) {

@@ -1,5 +1,8 @@
 #include "detail/json_input.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <vector>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -48,6 +51,54 @@ JsonCursor::JsonCursor(const nlohmann::json& node, std::string source, std::stri
 
 std::string JsonCursor::path_of(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const std::size_t next = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = row[j];
+      row[j] = next;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_key_message(std::string_view key, const std::vector<std::string_view>& known) {
+  std::string_view best;
+  std::size_t best_d = std::max<std::size_t>(2, key.size() / 3) + 1;
+  for (std::string_view k : known) {  // the first of equally close keys, in the listed order
+    const std::size_t d = edit_distance(key, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  if (best.empty())  // a shortened key: "gemm_eff" for "gemm_efficiency.ampere"
+    for (std::string_view k : known)
+      if (key.size() >= 3 && k.size() > key.size() && k.substr(0, key.size()) == key) {
+        best = k;
+        break;
+      }
+  std::string msg = "unknown key, ignored";
+  if (!best.empty()) msg += " (did you mean `" + std::string(best) + "`?)";
+  return msg;
+}
+
+void JsonCursor::warn_unknown_keys(const std::vector<std::string_view>& known) const {
+  if (!node_->is_object()) return;
+  for (const auto& [key, value] : node_->items()) {
+    if (key == "schema" || key == "source" || key == "note") continue;
+    bool found = false;
+    for (std::string_view k : known) found = found || k == key;
+    if (!found) warn_input(source_, path_of(key), unknown_key_message(key, known));
+  }
 }
 
 void JsonCursor::fail(std::string_view key, std::string_view expected) const {

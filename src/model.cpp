@@ -56,7 +56,8 @@ ModelCounts count(const ModelSpec& m) {
   const std::int64_t expert = mats * h * m.expert_ffn;
   c.moe_layers = m.moe() ? m.layers - m.first_dense_layers : 0;
   const std::int64_t dense_layers = m.layers - c.moe_layers;
-  const std::int64_t moe_mlp = m.experts * expert + m.shared_experts * expert + h * m.experts;
+  const std::int64_t shared = m.shared_experts * mats * h * m.shared_ffn();
+  const std::int64_t moe_mlp = m.experts * expert + shared + h * m.experts;
   const std::int64_t all_layers = m.layers * (attn + bias + norms) + dense_layers * dense_mlp +
                                   c.moe_layers * moe_mlp;
   c.layer_params = all_layers / m.layers;
@@ -65,12 +66,13 @@ ModelCounts count(const ModelSpec& m) {
   c.head_params = (m.tied_embeddings ? 0 : m.vocab * h) + h * (m.layernorm_bias ? 2 : 1);
   c.total_params = all_layers + c.embedding_params + c.head_params;
   c.q_dim = static_cast<double>(q);
-  const double moe_width = static_cast<double>((m.top_k + m.shared_experts) * m.expert_ffn);
+  const double moe_width =
+      static_cast<double>(m.top_k * m.expert_ffn + m.shared_experts * m.shared_ffn());
   c.active_ffn = (static_cast<double>(dense_layers * m.ffn) + static_cast<double>(c.moe_layers) * moe_width) /
                  static_cast<double>(m.layers);
   c.min_ffn = static_cast<double>(m.moe() ? std::min(m.ffn, m.expert_ffn) : m.ffn);
   c.kv_dim = static_cast<double>(kv);
-  const double active_moe = static_cast<double>(m.top_k * expert + m.shared_experts * expert + h * m.experts);
+  const double active_moe = static_cast<double>(m.top_k * expert + shared + h * m.experts);
   c.layer_matmul_flops =
       2.0 * (static_cast<double>(attn) +
              (static_cast<double>(dense_layers * dense_mlp) + static_cast<double>(c.moe_layers) * active_moe) /
@@ -99,9 +101,60 @@ std::string name_from_path(const std::string& source, const std::string& fallbac
 
 }  // namespace
 
+std::string model_config_json(const ModelSpec& m) {
+  nlohmann::ordered_json j;
+  j["name"] = m.name;
+  if (m.biases || m.positions > 0) {  // GPT-2 family: biases, LayerNorm, learned positions
+    j["n_embd"] = m.hidden;
+    j["n_layer"] = m.layers;
+    j["n_head"] = m.heads;
+    j["n_inner"] = m.ffn;
+    j["vocab_size"] = m.vocab;
+    j["n_positions"] = m.positions;
+    j["tie_word_embeddings"] = m.tied_embeddings;
+    return j.dump();
+  }
+  j["hidden_size"] = m.hidden;
+  j["num_hidden_layers"] = m.layers;
+  j["num_attention_heads"] = m.heads;
+  j["num_key_value_heads"] = m.kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["intermediate_size"] = m.ffn;
+  j["vocab_size"] = m.vocab;
+  j["hidden_act"] = m.gated_mlp ? "silu" : "gelu";
+  j["tie_word_embeddings"] = m.tied_embeddings;
+  if (m.moe()) {
+    j["num_experts_per_tok"] = m.top_k;
+    if (m.shared_expert_ffn > 0) {  // Qwen-MoE keys carry the shared expert's own size
+      j["num_experts"] = m.experts;
+      j["moe_intermediate_size"] = m.expert_ffn;
+      j["shared_expert_intermediate_size"] = m.shared_experts * m.shared_expert_ffn;
+    } else {
+      j["n_routed_experts"] = m.experts;
+      j["moe_intermediate_size"] = m.expert_ffn;
+      j["n_shared_experts"] = m.shared_experts;
+      j["first_k_dense_replace"] = m.first_dense_layers;
+    }
+  }
+  if (m.mla()) {
+    j["q_lora_rank"] = m.q_lora_rank;
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (!m.source.empty()) j["source"] = m.source;
+  return j.dump();
+}
+
 ModelSpec parse_model_json(const std::string& text, const std::string& source) {
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
+  // Multimodal configs (Llama 4, Gemma 3, Mistral 3, ...) nest the language model.
+  const bool nested = !c.has("hidden_size") && !c.has("n_embd") && c.has("text_config") &&
+                      doc.at("text_config").is_object();
+  const std::optional<std::string> outer_name = c.opt_string("name");
+  if (nested) c = c.at("text_config");
   ModelSpec m;
   m.source = c.opt_string("source").value_or("");
   if (c.has("n_embd")) {  // GPT-2 family
@@ -123,8 +176,8 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
     m.layernorm_bias = true;
     m.gated_mlp = false;
   } else if (c.has("hidden_size")) {  // Llama / Mistral / Mixtral / Qwen family
-    m.name = c.opt_string("name").value_or(
-        name_from_path(source, c.opt_string("model_type").value_or("model")));
+    m.name = c.opt_string("name").value_or(outer_name.value_or(
+        name_from_path(source, c.opt_string("model_type").value_or("model"))));
     m.hidden = c.positive_int("hidden_size");
     m.layers = c.positive_int("num_hidden_layers");
     m.heads = c.positive_int("num_attention_heads");
@@ -144,6 +197,21 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
     if (c.has("num_local_experts")) {
       m.experts = c.positive_int("num_local_experts");
       m.expert_ffn = m.ffn;
+    } else if (c.has("num_experts") && !c.node().at("num_experts").is_null()) {
+      // Qwen2-MoE / Qwen3-MoE: num_experts x moe_intermediate_size, and (Qwen2) one shared
+      // expert of shared_expert_intermediate_size. Every layer sparse is all that is modelled.
+      m.experts = c.positive_int("num_experts");
+      m.expert_ffn = c.positive_int("moe_intermediate_size");
+      const std::int64_t shared = c.int_at_least_or("shared_expert_intermediate_size", 0, 0);
+      if (shared > 0) {
+        m.shared_experts = 1;
+        m.shared_expert_ffn = shared;
+      }
+      if (c.int_at_least_or("decoder_sparse_step", 1, 1) != 1)
+        c.fail("decoder_sparse_step", "1 (every layer an MoE layer; other steps are not modelled)");
+      if (c.has("mlp_only_layers") && c.node().at("mlp_only_layers").is_array() &&
+          !c.node().at("mlp_only_layers").empty())
+        c.fail("mlp_only_layers", "[] (dense layers among MoE layers are not modelled)");
     } else if (c.has("n_routed_experts") && !c.node().at("n_routed_experts").is_null()) {
       m.experts = c.positive_int("n_routed_experts");
       m.expert_ffn = c.positive_int("moe_intermediate_size");

@@ -1,5 +1,7 @@
 #include "topoplan/presets.hpp"
 
+#include "topoplan/fingerprint.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -53,6 +55,10 @@ GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag) {
 
 ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag) {
   auto [text, source] = resolve("clusters", name_or_path, flag);
+  return parse_cluster_with_presets(text, source);
+}
+
+ClusterSpec parse_cluster_with_presets(const std::string& text, const std::string& source) {
   GpuResolver gpu = [](const std::string& name, const std::string& src, const std::string& path) {
     if (!find_preset("gpus", name)) {
       std::string names;
@@ -63,6 +69,22 @@ ClusterSpec load_cluster(const std::string& name_or_path, const std::string& fla
     return load_gpu(name, path);
   };
   return parse_cluster_json(text, source, gpu);
+}
+
+bool is_preset(const ClusterSpec& s) {
+  if (!find_preset("clusters", s.name)) return false;
+  ClusterSpec p = load_cluster(s.name, "preset");
+  p.nodes = s.nodes;
+  if (p.tiers.size() != s.tiers.size()) return false;
+  for (std::size_t k = 0; k < p.tiers.size(); ++k)
+    if (p.tiers[k].link != s.tiers[k].link) return false;
+  return fingerprint(Cluster(p, "preset")) == fingerprint(Cluster(s, "cluster")) &&
+         p.gpu.arch == s.gpu.arch && p.gpu.peak_flops_fp8 == s.gpu.peak_flops_fp8;
+}
+
+bool is_preset(const ModelSpec& s) {
+  if (!find_preset("models", s.name)) return false;
+  return fingerprint(Model(load_model(s.name, "preset"), "preset")) == fingerprint(Model(s, "model"));
 }
 
 ModelSpec load_model(const std::string& name_or_path, const std::string& flag) {

@@ -25,6 +25,7 @@ Link parse_link(const detail::JsonCursor& c, std::string_view key) {
 }
 
 GpuSpec gpu_from(const detail::JsonCursor& c) {
+  c.warn_unknown_keys({"name", "arch", "bf16_TFLOPs", "fp8_TFLOPs", "memory_GiB", "hbm_TBps"});
   GpuSpec g;
   g.name = c.string("name");
   g.arch = parse_arch(c, "arch");
@@ -71,11 +72,39 @@ GpuSpec parse_gpu_json(const std::string& text, const std::string& source) {
   return gpu_from(c);
 }
 
+std::string cluster_json(const ClusterSpec& s) {
+  nlohmann::ordered_json j;
+  j["schema"] = "topoplan.cluster/v1";
+  j["name"] = s.name;
+  j["gpu"] = {{"name", s.gpu.name},
+              {"arch", to_string(s.gpu.arch)},
+              {"bf16_TFLOPs", units::to_TFLOPs(s.gpu.peak_flops)},
+              {"fp8_TFLOPs", units::to_TFLOPs(s.gpu.peak_flops_fp8)},
+              {"memory_GiB", units::to_GiB(s.gpu.memory_bytes)},
+              {"hbm_TBps", units::to_TBps(s.gpu.hbm_bandwidth)}};
+  j["nodes"] = s.nodes;
+  j["server"] = {{"nics", s.nics_per_server}, {"nic_Gbps", units::to_Gbps(s.nic_bandwidth)}};
+  nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+  for (const auto& t : s.tiers) {
+    nlohmann::ordered_json o = {{"name", t.name},
+                                {"fanout", t.fanout},
+                                {"link", to_string(t.link)},
+                                {"bandwidth_GBps", units::to_GBps(t.bandwidth)}};
+    if (t.latency > 0) o["latency_us"] = units::to_us(t.latency);
+    if (t.oversubscription != 1.0) o["oversubscription"] = t.oversubscription;
+    tiers.push_back(o);
+  }
+  j["tiers"] = tiers;
+  if (!s.source.empty()) j["source"] = s.source;
+  return j.dump();
+}
+
 ClusterSpec parse_cluster_json(const std::string& text, const std::string& source,
                                const GpuResolver& resolve_gpu) {
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
   check_schema(c, "topoplan.cluster/v1");
+  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers"});
   ClusterSpec s;
   s.name = c.string("name");
   s.source = c.opt_string("source").value_or("");
@@ -85,6 +114,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     s.gpu = gpu_from(c.at("gpu"));
   s.nodes = static_cast<int>(c.int_at_least_or("nodes", 1, 1));
   auto server = c.at("server");
+  server.warn_unknown_keys({"nics", "nic_Gbps"});
   s.nics_per_server = static_cast<int>(server.positive_int("nics"));
   s.nic_bandwidth = units::from_Gbps(server.positive("nic_Gbps"));
   auto tiers = c.at("tiers");
@@ -94,6 +124,8 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     tiers.fail_here(fmt::format("expected at most {} tiers, got {}", Cluster::kMaxTiers, n));
   for (std::size_t i = 0; i < n; ++i) {
     auto t = tiers.at(i);
+    t.warn_unknown_keys(
+        {"name", "fanout", "link", "bandwidth_GBps", "latency_us", "oversubscription"});
     TierSpec tier;
     tier.name = t.string("name");
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".

@@ -24,7 +24,7 @@ TEST_CASE("every published run is predicted within 7%") {
   CHECK(checked >= 14);
 }
 
-TEST_CASE("calibration files override constants by key, and reject unknown keys") {
+TEST_CASE("calibration files override constants by key, and warn about unknown keys") {
   Calibration c;
   apply_calibration_json(R"({"gemm_efficiency.hopper": 0.5, "link.nvlink4.step_latency_us": 1.5,
                              "reserved_GiB": 4})",
@@ -32,8 +32,19 @@ TEST_CASE("calibration files override constants by key, and reject unknown keys"
   CHECK(c.gemm_efficiency[static_cast<int>(Arch::hopper)] == 0.5);
   CHECK(c.links[static_cast<int>(Link::nvlink4)].step_latency == Approx(1.5e-6));
   CHECK(c.reserved_bytes == Approx(4.0 * 1024 * 1024 * 1024));
-  CHECK_THROWS_WITH(apply_calibration_json(R"({"gemm_eff": 1})", "cal.json", c),
-                    "cal.json: gemm_eff: unknown calibration key (see topoplan calibration)");
+  // Unknown keys: one warning each, the closest key named; nothing changes (the policy every
+  // topoplan format follows).
+  std::vector<std::string> warnings;
+  set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
+  const Calibration before = c;
+  apply_calibration_json(R"({"gemm_eff": 1, "hbm_efficency": 0.1})", "cal.json", c);
+  set_warning_sink(nullptr);
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0] == "cal.json: gemm_eff: unknown key, ignored (did you mean "
+                       "`gemm_efficiency.ampere`?); topoplan calibrate --constants lists the keys");
+  CHECK(warnings[1] == "cal.json: hbm_efficency: unknown key, ignored (did you mean "
+                       "`hbm_efficiency`?); topoplan calibrate --constants lists the keys");
+  CHECK(c.hbm_efficiency == before.hbm_efficiency);
   CHECK_THROWS_WITH(apply_calibration_json(R"({"hbm_efficiency": "x"})", "cal.json", c),
                     "cal.json: hbm_efficiency: expected a number >= 0, got \"x\"");
 }

@@ -5,6 +5,7 @@
 #include "helpers.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/fingerprint.hpp"
 
 using namespace topoplan;
 
@@ -129,4 +130,48 @@ TEST_CASE("bad model input is one clear line") {
       "config.json: num_key_value_heads: expected a divisor of num_attention_heads (32), got 5");
   CHECK_THROWS_WITH(load_model("no-such-model", "--model"),
                     Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt3-175b"));
+}
+
+TEST_CASE("Qwen2-MoE config keys read as MoE, and text_config nests the language model") {
+  // Issue 15.6: num_experts / moe_intermediate_size / shared_expert_intermediate_size were read
+  // as a dense model. Qwen1.5-MoE-A2.7B (its config.json): 14.3B parameters in total (Qwen's
+  // release blog, "Qwen1.5-MoE: Matching 7B Model Performance with 1/3 Activated Parameters").
+  const char* qwen = R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+    "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "vocab_size": 151936, "hidden_act": "silu",
+    "tie_word_embeddings": false, "decoder_sparse_step": 1, "mlp_only_layers": []})";
+  const ModelSpec s = parse_model_json(qwen, "Qwen1.5-MoE-A2.7B/config.json");
+  CHECK(s.moe());
+  CHECK(s.experts == 60);
+  CHECK(s.expert_ffn == 1408);
+  CHECK(s.shared_experts == 1);
+  CHECK(s.shared_ffn() == 5632);
+  const Model m(s);
+  CHECK(static_cast<double>(m.counts.total_params) == Approx(14.3e9).epsilon(0.015));
+  // A multimodal wrapper: the same keys under text_config, the name from the outer config.
+  const std::string wrapped =
+      std::string(R"({"name": "wrapped", "model_type": "x", "vision_config": {}, "text_config": )") +
+      qwen + "}";
+  const ModelSpec w = parse_model_json(wrapped, "config.json");
+  CHECK(w.name == "wrapped");
+  CHECK(Model(w).counts.total_params == m.counts.total_params);
+  // Dense layers among the MoE ones are not modelled: an error, not a silent dense read.
+  std::string sparse = qwen;
+  sparse.replace(sparse.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": 2");
+  CHECK_THROWS_WITH(parse_model_json(sparse, "q.json"),
+                    Catch::Contains("q.json: decoder_sparse_step: expected 1"));
+}
+
+TEST_CASE("a model spec written as config.json reads back to the same model") {
+  for (const auto& name : preset_names("models")) {
+    const ModelSpec s = load_model(name, "test");
+    const ModelSpec back = parse_model_json(model_config_json(s), "back");
+    CHECK(fingerprint(Model(back)) == fingerprint(Model(s)));
+    CHECK(Model(back).counts.total_params == Model(s).counts.total_params);
+    CHECK(back.name == s.name);
+  }
+  ModelSpec gpt2 = parse_model_json(R"({"n_embd": 768, "n_layer": 12, "n_head": 12,
+                                        "vocab_size": 50257})", "gpt2/config.json");
+  CHECK(fingerprint(Model(parse_model_json(model_config_json(gpt2), "b"))) == fingerprint(Model(gpt2)));
 }

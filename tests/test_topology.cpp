@@ -2,6 +2,7 @@
 
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/fingerprint.hpp"
 
 using namespace topoplan;
 
@@ -133,4 +134,18 @@ TEST_CASE("oversubscription compounds: 2:1 at the spine and 2:1 at the core leav
   const Evaluation e_both = test::eval(Cluster(both, "t"), m, j, p);
   CHECK(e_core.shapes[static_cast<int>(Dim::dp)].span_tier == 3);
   CHECK(e_both.comm.dp > 1.8 * e_core.comm.dp);
+}
+
+TEST_CASE("a cluster spec written as JSON reads back to the same cluster") {
+  for (const auto& name : preset_names("clusters")) {
+    ClusterSpec s = load_cluster(name, "test");
+    s.tiers.back().oversubscription = 1.5;
+    s.tiers.back().latency = 7e-6;
+    const ClusterSpec back = parse_cluster_json(cluster_json(s), name, no_gpu);
+    CHECK(fingerprint(Cluster(back, name)) == fingerprint(Cluster(s, name)));
+    CHECK(back.tiers.back().link == s.tiers.back().link);
+    CHECK(back.gpu.arch == s.gpu.arch);
+    CHECK(!is_preset(s));
+    CHECK(is_preset(load_cluster(name, "test")));
+  }
 }

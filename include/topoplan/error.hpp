@@ -2,6 +2,7 @@
 /// The one error type user input raises: it carries a complete one-line message
 /// ("cluster.json: tiers[1].bandwidth_GBps: expected a positive number, got -3"); the CLI prints
 /// it and exits 2.
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -18,5 +19,12 @@ class InputError : public std::runtime_error {
 
 [[noreturn]] void throw_input(const std::string& source, const std::string& path,
                               const std::string& what);
+
+/// Where warnings about input go (a key that is not used, a guess made): the library never
+/// prints; the CLI installs a sink that writes them to stderr. Without a sink they are dropped.
+using WarningSink = std::function<void(const std::string& message)>;
+void set_warning_sink(WarningSink sink);
+/// Sends "<source>: <path>: <what>" to the sink.
+void warn_input(const std::string& source, const std::string& path, const std::string& what);
 
 }  // namespace topoplan

@@ -27,6 +27,7 @@ struct ModelSpec {
   std::int64_t top_k = 0;
   std::int64_t expert_ffn = 0;
   std::int64_t shared_experts = 0;
+  std::int64_t shared_expert_ffn = 0;   ///< size of each shared expert; 0: expert_ffn
   std::int64_t first_dense_layers = 0;  ///< leading layers that keep a dense MLP of size ffn
   // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank = 0: standard attention).
   std::int64_t q_lora_rank = 0;
@@ -35,6 +36,9 @@ struct ModelSpec {
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
   [[nodiscard]] bool moe() const { return experts > 0; }
+  [[nodiscard]] std::int64_t shared_ffn() const {
+    return shared_expert_ffn > 0 ? shared_expert_ffn : expert_ffn;
+  }
   [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
 };
 
@@ -72,7 +76,12 @@ void validate(const ModelSpec& m, const std::string& source);
 /// Model FLOPs (no recomputation) per token, forward + backward, for sequence length s.
 [[nodiscard]] double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s);
 
-/// Parses a Hugging Face config.json (Llama/Mistral/Qwen keys or GPT-2 keys).
+/// Writes a spec as a Hugging Face-style config.json that parse_model_json reads back to the same
+/// spec (GPT-2 keys for learned positions and biases, Llama keys otherwise): a plan carries its
+/// model this way.
+[[nodiscard]] std::string model_config_json(const ModelSpec& m);
+/// Parses a Hugging Face config.json (Llama/Mistral/Qwen keys, Mixtral, Qwen2/3-MoE, DeepSeek
+/// MoE and MLA, or GPT-2 keys); a multimodal config's language model under `text_config`.
 [[nodiscard]] ModelSpec parse_model_json(const std::string& text, const std::string& source);
 
 }  // namespace topoplan

@@ -92,6 +92,9 @@ using GpuResolver = std::function<GpuSpec(const std::string& name, const std::st
 
 /// Parses a GPU JSON document (schema topoplan.gpu/v1).
 [[nodiscard]] GpuSpec parse_gpu_json(const std::string& text, const std::string& source);
+/// Writes a spec as a topoplan.cluster/v1 document (the GPU inline) that parse_cluster_json reads
+/// back to the same spec: a plan carries its cluster this way.
+[[nodiscard]] std::string cluster_json(const ClusterSpec& s);
 /// Parses a cluster JSON document (schema topoplan.cluster/v1); `gpu` may be a name or an object.
 [[nodiscard]] ClusterSpec parse_cluster_json(const std::string& text, const std::string& source,
                                              const GpuResolver& resolve_gpu);

@@ -20,6 +20,8 @@ inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 [[nodiscard]] constexpr double from_GiB(double v) { return v * kGiB; }
 
 [[nodiscard]] constexpr double to_GBps(double bytes_per_s) { return bytes_per_s / 1e9; }
+[[nodiscard]] constexpr double to_Gbps(double bytes_per_s) { return bytes_per_s * 8.0 / 1e9; }
+[[nodiscard]] constexpr double to_TBps(double bytes_per_s) { return bytes_per_s / 1e12; }
 [[nodiscard]] constexpr double to_us(double s) { return s * 1e6; }
 [[nodiscard]] constexpr double to_ms(double s) { return s * 1e3; }
 [[nodiscard]] constexpr double to_TFLOPs(double flops) { return flops / 1e12; }

@@ -36,7 +36,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                  "fraction of GPU memory a plan must leave free (0-0.9)")
       ->capture_default_str();
   cmd.add_option("--calibration", o.calibration,
-                 "JSON file overriding calibration constants (see topoplan calibration)");
+                 "JSON file overriding calibration constants (keys: topoplan calibrate --constants)");
 }
 
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
@@ -116,12 +116,18 @@ void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::
 Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   const std::string cluster_arg = !o.given("--cluster") && from && from->cluster ? *from->cluster : o.cluster;
   const std::string model_arg = !o.given("--model") && from && from->model ? *from->model : o.model;
-  ClusterSpec cs = load_cluster(cluster_arg, "--cluster");
+  // A plan made from a cluster or model file carries it: read that, unless a flag overrides.
+  const bool cluster_from_plan = !o.given("--cluster") && from && from->cluster_spec;
+  ClusterSpec cs = cluster_from_plan
+                       ? parse_cluster_with_presets(*from->cluster_spec, from->cluster_spec_source)
+                       : load_cluster(cluster_arg, "--cluster");
   if (o.nodes < 0)
     throw_input("--nodes", "", fmt::format("expected a positive integer, got {}", o.nodes));
   if (o.nodes > 0) cs.nodes = o.nodes;
   else if (from && from->nodes) cs.nodes = *from->nodes;
-  ModelSpec ms = load_model(model_arg, "--model");
+  ModelSpec ms = !o.given("--model") && from && from->model_spec
+                     ? parse_model_json(*from->model_spec, from->model_spec_source)
+                     : load_model(model_arg, "--model");
   JobSpec job;
   job.seq_len = !o.given("--seq-len") && from && from->seq_len ? *from->seq_len : o.seq_len;
   job.global_batch = !o.given("--global-batch") && from && from->global_batch

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
     std::cerr << "topoplan: " << e.what() << "\n";
     return 2;
   }
+  topoplan::set_warning_sink(
+      [](const std::string& m) { std::cerr << "topoplan: warning: " << m << "\n"; });
   auto log = spdlog::stderr_color_st("topoplan");
   spdlog::set_default_logger(log);
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);

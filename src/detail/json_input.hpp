@@ -2,6 +2,7 @@
 /// Reading user JSON with errors that name the file, the JSON path and what was expected.
 /// Private to the library: only the loaders include nlohmann/json.
 #include <cstdint>
+#include <vector>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,13 @@ namespace topoplan::detail {
 [[nodiscard]] nlohmann::json read_json_file(const std::string& path);
 /// Reads a whole file; errors name the path as the user gave it.
 [[nodiscard]] std::string read_text_file(const std::string& path);
+
+/// Edit distance between two keys (insertions, deletions, substitutions; case-insensitive).
+[[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
+/// "unknown key, ignored" plus " (did you mean `x`?)" when a known key is within a third of
+/// the key's length in edits.
+[[nodiscard]] std::string unknown_key_message(std::string_view key,
+                                              const std::vector<std::string_view>& known);
 
 /// A position inside a parsed document: the node, its file and its JSON path.
 class JsonCursor {
@@ -39,6 +47,11 @@ class JsonCursor {
   [[nodiscard]] std::int64_t int_at_least_or(std::string_view key, std::int64_t min,
                                              std::int64_t fallback) const;
   [[nodiscard]] bool boolean_or(std::string_view key, bool fallback) const;
+
+  /// The one policy for keys a topoplan format does not know: a warning per key, naming the
+  /// closest known key when one is near (a likely typo). "schema", "source" and "note" are
+  /// known everywhere.
+  void warn_unknown_keys(const std::vector<std::string_view>& known) const;
 
   [[noreturn]] void fail(std::string_view key, std::string_view expected) const;
   [[noreturn]] void fail_here(std::string_view what) const;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topoplan/model.hpp"
+#include "topoplan/presets.hpp"
 #include "topoplan/topology.hpp"
 
 namespace topoplan::detail {
@@ -16,6 +17,13 @@ namespace topoplan::detail {
 inline double sig(double v, int digits = 6) {
   if (v == 0 || !std::isfinite(v)) return v;
   return std::stod(fmt::format("{:.{}g}", v, digits));
+}
+
+/// The whole cluster and model ("cluster_spec", "model_spec") when they are not presets as
+/// shipped, so that a result read back (--plan, --ranks) finds the inputs it was made from.
+inline void put_specs(nlohmann::ordered_json& j, const Cluster& c, const Model& m) {
+  if (!is_preset(c.spec())) j["cluster_spec"] = nlohmann::ordered_json::parse(cluster_json(c.spec()));
+  if (!is_preset(m.spec)) j["model_spec"] = nlohmann::ordered_json::parse(model_config_json(m.spec));
 }
 
 /// "schema", then what was planned: model, cluster, gpu, nodes, gpus.
@@ -27,6 +35,7 @@ inline void put_inputs(nlohmann::ordered_json& j, const char* schema, const Clus
   j["gpu"] = c.gpu().name;
   j["nodes"] = c.spec().nodes;
   j["gpus"] = c.gpu_count();
+  put_specs(j, c, m);
 }
 
 }  // namespace topoplan::detail

@@ -37,7 +37,7 @@ std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
     a += fmt::format(" --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}", m.experts,
                      m.top_k, m.expert_ffn);
     if (m.shared_experts > 0)
-      a += fmt::format(" --moe-shared-expert-intermediate-size {}", m.shared_experts * m.expert_ffn);
+      a += fmt::format(" --moe-shared-expert-intermediate-size {}", m.shared_experts * m.shared_ffn());
     if (m.first_dense_layers > 0)
       a += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.first_dense_layers,
                        m.layers - m.first_dense_layers);

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "detail/json_output.hpp"
 #include "topoplan/export.hpp"
 #include "topoplan/fingerprint.hpp"
 
@@ -30,6 +31,7 @@ std::string export_ranks_json(const ExportContext& x) {
                  {"tp_comm_overlap", run.job.tp_comm_overlap},
                  {"overlap_grad_reduce", run.job.overlap_grad_reduce},
                  {"overlap_p2p", run.job.overlap_p2p}};
+  detail::put_specs(j["inputs"], run.cluster, run.model);
   j["fingerprints"] = {{"cluster", fingerprint(run.cluster)},
                        {"model", fingerprint(run.model)},
                        {"job", fingerprint(run.job)}};

@@ -22,6 +22,18 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
 }
 
+/// "cluster_spec" and "model_spec", kept as text with their location for the loaders.
+void read_specs(const detail::JsonCursor& c, ImportedPlan& out) {
+  if (c.has("cluster_spec")) {
+    out.cluster_spec = c.node().at("cluster_spec").dump();
+    out.cluster_spec_source = c.source() + ": " + c.path_of("cluster_spec");
+  }
+  if (c.has("model_spec")) {
+    out.model_spec = c.node().at("model_spec").dump();
+    out.model_spec_source = c.source() + ": " + c.path_of("model_spec");
+  }
+}
+
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("seq_len")) out.seq_len = c.positive_int("seq_len");
   if (c.has("global_batch")) out.global_batch = c.positive_int("global_batch");
@@ -53,6 +65,7 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   if (c.has("model")) out.model = c.string("model");
   if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
   if (c.has("job")) read_job(c.at("job"), out);
+  read_specs(c, out);
   return out;
 }
 
@@ -71,6 +84,7 @@ ImportedPlan parse_ranks_json(const std::string& text, const std::string& source
     if (in.has("model")) out.model = in.string("model");
     if (in.has("nodes")) out.nodes = static_cast<int>(in.positive_int("nodes"));
     read_job(in, out);
+    read_specs(in, out);
   }
   if (top.has("fingerprints")) {
     auto f = top.at("fingerprints");

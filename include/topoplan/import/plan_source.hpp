@@ -17,6 +17,10 @@ struct ImportedPlan {
   std::vector<int> node_of_rank;   ///< rank file only: explicit placement
   std::vector<int> gpu_of_rank;
   std::optional<std::string> cluster, model;  ///< as named when the plan was made
+  /// The whole cluster / model as JSON text, when the plan carries them (not presets), and where
+  /// they were read from, for errors ("p.json: plans[0].cluster_spec").
+  std::optional<std::string> cluster_spec, model_spec;
+  std::string cluster_spec_source, model_spec_source;
   std::optional<int> nodes;
   std::optional<std::int64_t> seq_len, global_batch;
   std::optional<Dtype> dtype;
