@@ -246,3 +246,43 @@ TEST_CASE("host lists: comments, blanks, duplicates and too few names") {
   CHECK_THROWS_WITH(parse_hosts("a\na\n", "hosts", 2), "hosts: line 2: host 'a' appears twice");
   CHECK_THROWS_WITH(parse_hosts("a\n", "hosts", 2), "hosts: expected 2 hostnames (one per server), got 1");
 }
+
+TEST_CASE("launch advice names only the launchers that can start the placement") {
+  // Issue 15.8: Megatron/DeviceMesh said "launch with torchrun.sh" for placements torchrun
+  // refuses, and a within-node permutation was pointed to slurm-hostfile, which cannot express it.
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  Plan p = make(8, 1, 1, 2, 1);
+  std::vector<int> dev(16);
+  for (int r = 0; r < 16; ++r) dev[r] = (r / 8) * 8 + 7 - r % 8;  // reversed inside each node
+  Mapping rev = Mapping::with_devices(p, dev);
+  RankTable t = build_rank_table(c, rev, {});
+  ExportContext x{run, p, rev, t, opt};
+  CHECK(launchers_for(t) == "--format torchrun");
+  CHECK_THAT(export_megatron_args(x), Catch::Contains("launch with topoplan export --format torchrun so"));
+  CHECK_THAT(export_devicemesh(x), Catch::Contains("launch with topoplan export --format torchrun so"));
+  CHECK_THROWS_WITH(export_slurm_hostfile(x),
+                    "--format slurm: this placement permutes GPUs inside a node (its tasks take GPUs "
+                    "in local-rank order), which slurm cannot express; use --format torchrun");
+  CHECK_THROWS_WITH(export_openmpi_rankfile(x), Catch::Contains("use --format torchrun"));
+  CHECK_THROWS_WITH(export_deepspeed_hostfile(x), Catch::Contains("use --format torchrun"));
+  // Ranks alternating between the nodes, GPUs in local order: Slurm and Open MPI, not torchrun.
+  for (int r = 0; r < 16; ++r) dev[r] = (r % 2) * 8 + r / 2;
+  Mapping inter = Mapping::with_devices(p, dev);
+  RankTable t2 = build_rank_table(c, inter, {});
+  ExportContext x2{run, p, inter, t2, opt};
+  CHECK(launchers_for(t2) == "--format slurm or --format openmpi");
+  CHECK_THAT(export_megatron_args(x2), Catch::Contains("launch with topoplan export --format slurm or --format openmpi"));
+  CHECK_THROWS_WITH(export_torchrun(x2), Catch::Contains("puts non-consecutive ranks on one node, "
+                                                         "which torchrun cannot express; use --format slurm"));
+  // Both at once: nothing here starts it.
+  for (int r = 0; r < 16; ++r) dev[r] = (r % 2) * 8 + 7 - r / 2;
+  Mapping both = Mapping::with_devices(p, dev);
+  RankTable t3 = build_rank_table(c, both, {});
+  CHECK(launchers_for(t3).empty());
+  CHECK_THAT(export_megatron_args(ExportContext{run, p, both, t3, opt}),
+             Catch::Contains("no launcher format here can put them as is"));
+}

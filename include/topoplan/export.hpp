@@ -39,6 +39,16 @@ struct ExportContext {
 
 [[nodiscard]] std::string render_export(ExportFormat f, const ExportContext& x);
 
+/// Whether a launcher format can start this placement as it is (the one rule every format's
+/// advice follows). The rank table and the Megatron/DeviceMesh texts can always be written;
+/// torchrun needs each node to hold consecutive ranks (GPUs permuted inside a node are set
+/// with CUDA_VISIBLE_DEVICES); the DeepSpeed hostfile needs that and GPUs in local-rank order;
+/// a Slurm hostfile and an Open MPI rankfile place any rank on any host, but their tasks take
+/// GPUs in local-rank order.
+[[nodiscard]] bool can_launch(ExportFormat f, const RankTable& t);
+/// "--format torchrun or --format slurm", the launchers that can start it; "" when none.
+[[nodiscard]] std::string launchers_for(const RankTable& t);
+
 /// The Megatron-LM order flag for a plan: "" (default order), "--use-tp-pp-dp-mapping", or
 /// nullopt-like "?" when no Megatron flag gives this layout.
 [[nodiscard]] std::string megatron_order_flag(const Plan& p, bool& expressible);

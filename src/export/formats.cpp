@@ -53,4 +53,25 @@ std::string render_export(ExportFormat f, const ExportContext& x) {
   return "";
 }
 
+bool can_launch(ExportFormat f, const RankTable& t) {
+  switch (f) {
+    case ExportFormat::json:
+    case ExportFormat::megatron:
+    case ExportFormat::devicemesh: return true;
+    case ExportFormat::torchrun: return t.node_contiguous;
+    case ExportFormat::deepspeed: return t.node_contiguous && !t.gpus_permuted;
+    case ExportFormat::slurm:
+    case ExportFormat::openmpi: return !t.gpus_permuted;
+  }
+  return false;
+}
+
+std::string launchers_for(const RankTable& t) {
+  std::string out;
+  for (ExportFormat f : {ExportFormat::torchrun, ExportFormat::slurm, ExportFormat::openmpi,
+                         ExportFormat::deepspeed})
+    if (can_launch(f, t)) out += fmt::format("{}--format {}", out.empty() ? "" : " or ", to_string(f));
+  return out;
+}
+
 }  // namespace topoplan

@@ -6,18 +6,26 @@
 namespace topoplan {
 namespace {
 
-void require_contiguous(const ExportContext& x, const char* format) {
-  if (!x.table.node_contiguous)
-    throw InputError(fmt::format(
-        "--format {}: this placement puts non-consecutive ranks on one node, which {} cannot "
-        "express; use --format slurm (arbitrary distribution) or --format openmpi",
-        format, format));
+/// InputError when `f` cannot start the placement, naming why and what can.
+void require_launchable(const ExportContext& x, ExportFormat f) {
+  if (can_launch(f, x.table)) return;
+  const char* name = to_string(f);
+  const std::string why =
+      !x.table.node_contiguous && (f == ExportFormat::torchrun || f == ExportFormat::deepspeed)
+          ? "puts non-consecutive ranks on one node"
+          : "permutes GPUs inside a node (its tasks take GPUs in local-rank order)";
+  const std::string alt = launchers_for(x.table);
+  throw InputError(fmt::format(
+      "--format {}: this placement {}, which {} cannot express; {}", name, why, name,
+      alt.empty() ? "no launcher format here can start it as is: start one process per rank "
+                    "and give each the node and GPU ranks.json names"
+                  : "use " + alt));
 }
 
 }  // namespace
 
 std::string export_torchrun(const ExportContext& x) {
-  require_contiguous(x, "torchrun");
+  require_launchable(x, ExportFormat::torchrun);
   const RankTable& t = x.table;
   const int nnodes = static_cast<int>(t.node_rank_host.size());
   std::string out = "#!/usr/bin/env bash\n";
@@ -49,17 +57,15 @@ std::string export_torchrun(const ExportContext& x) {
 
 std::string export_slurm_hostfile(const ExportContext& x) {
   // SLURM_HOSTFILE for srun --distribution=arbitrary: line r is the host of task r.
+  require_launchable(x, ExportFormat::slurm);
   std::string out;
   for (const auto& e : x.table.ranks) out += x.table.hosts[e.node] + "\n";
   return out;
 }
 
 std::string export_deepspeed_hostfile(const ExportContext& x) {
-  require_contiguous(x, "deepspeed");
+  require_launchable(x, ExportFormat::deepspeed);
   std::string out = "# DeepSpeed hostfile: ranks go in host order, then slot order\n";
-  if (x.table.gpus_permuted)
-    out += "# GPUs are permuted within nodes: set CUDA_VISIBLE_DEVICES per node as torchrun.sh "
-           "does\n";
   for (const auto& host : x.table.node_rank_host)
     out += fmt::format("{} slots={}\n", host, x.table.gpus_per_node);
   return out;
@@ -67,6 +73,7 @@ std::string export_deepspeed_hostfile(const ExportContext& x) {
 
 std::string export_openmpi_rankfile(const ExportContext& x) {
   // slot= is CPU binding (not the GPU): local rank i gets cores [i*k, i*k + k - 1].
+  require_launchable(x, ExportFormat::openmpi);
   const int k = std::max(1, x.options.cpus_per_gpu);
   std::string out;
   for (const auto& e : x.table.ranks) {

@@ -17,6 +17,17 @@ std::string megatron_order_flag(const Plan& p, bool& expressible) {
 
 namespace {
 
+/// What starts a placement that is not rank r on GPU r: only the launchers that can.
+std::string launch_note(const RankTable& t) {
+  const std::string alt = launchers_for(t);
+  if (alt.empty())
+    return "# ranks are placed where no launcher format here can put them as is: start one "
+           "process per rank on the node and GPU ranks.json names\n";
+  return fmt::format("# ranks are placed on other GPUs than rank order: launch with topoplan "
+                     "export {} so that rank r runs where ranks.json says\n",
+                     alt);
+}
+
 /// The model's shape as Megatron-LM (megatron-core) arguments, so that the run trains the model
 /// that was planned. The vocabulary comes from the tokenizer and is only named in a comment.
 std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
@@ -111,9 +122,7 @@ std::string export_megatron_args(const ExportContext& x) {
       out += "\n";
     }
   }
-  if (!x.mapping.identity())
-    out += "# this placement permutes ranks across GPUs: launch with the rank table (ranks.json, "
-           "slurm-hostfile or torchrun.sh with CUDA_VISIBLE_DEVICES)\n";
+  if (!x.mapping.identity()) out += launch_note(x.table);
   return out + args + "\n";
 }
 
@@ -135,9 +144,7 @@ std::string export_devicemesh(const ExportContext& x) {
   std::string out = fmt::format("# PyTorch DeviceMesh for {} (order {}, reversed: the last dim "
                                 "is innermost)\n",
                                 short_order_string(p), order_string(p.order));
-  if (!x.mapping.identity())
-    out += "# ranks are permuted across GPUs: launch with torchrun.sh (CUDA_VISIBLE_DEVICES) so "
-           "that rank r runs where ranks.json says\n";
+  if (!x.mapping.identity()) out += launch_note(x.table);
   if (p[Dim::ep] > 1)
     out += fmt::format("# expert parallelism ({}) re-divides the mesh for MoE layers: see "
                        "ranks.json groups.ep\n",
