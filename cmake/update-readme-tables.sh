@@ -21,3 +21,4 @@ PY
 replace calibrate "$bin" calibrate --format markdown
 replace constants "$bin" calibrate --constants --format markdown
 cmake -DBIN="$bin" -DREADME=README.md -DWORKDIR="$PWD" -DMODE=update -P cmake/ReadmeOutputs.cmake
+bash tests/golden/check.sh "$bin" --update >/dev/null
