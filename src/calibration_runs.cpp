@@ -82,9 +82,9 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.overlap_p2p = jc.boolean_or("overlap_p2p", true);
   auto pc = r.at("plan");
   SearchOptions opt;
-  opt.fixed[static_cast<int>(Dim::tp)] = static_cast<int>(pc.positive_int("tp"));
-  opt.fixed[static_cast<int>(Dim::pp)] = static_cast<int>(pc.positive_int("pp"));
-  opt.fixed[static_cast<int>(Dim::dp)] = static_cast<int>(pc.positive_int("dp"));
+  opt.fixed[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
+  opt.fixed[Dim::pp] = static_cast<int>(pc.positive_int("pp"));
+  opt.fixed[Dim::dp] = static_cast<int>(pc.positive_int("dp"));
   opt.order = kDefaultOrder;
   opt.zero = static_cast<int>(pc.int_at_least_or("zero", 0, 0));
   opt.recompute = parse_recompute(pc.string("recompute"), r.source());

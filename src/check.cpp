@@ -66,17 +66,16 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
   // faster by the cost model (step time below 1 / (1 + tier_min_gain) of this one's): keeping a
   // group inside a server is a means, not an end, and it can cost the other dimensions more.
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
-    const int i = static_cast<int>(d);
     if (plan[d] <= 1) continue;
     const Candidate* keep = nullptr;  // the fastest order with a smaller span for d
     for (const auto& alt : alts)
-      if (alt.eval.shapes[i].span_tier < e.shapes[i].span_tier && (!keep || ranks_before(alt, *keep)))
+      if (alt.eval.shapes[d].span_tier < e.shapes[d].span_tier && (!keep || ranks_before(alt, *keep)))
         keep = &alt;
     if (!keep || !(e.step_time > (1.0 + opt.tier_min_gain) * keep->eval.step_time)) continue;
     std::string msg = fmt::format(
         "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
-        sample_group(mapping, d), where(c, e.shapes[i]), short_order_string(keep->plan),
-        where(c, keep->eval.shapes[i]));
+        sample_group(mapping, d), where(c, e.shapes[d]), short_order_string(keep->plan),
+        where(c, keep->eval.shapes[d]));
     const double mine = exposed_comm(e, d), best = exposed_comm(keep->eval, d);
     if (mine > 0 && best > 0)
       msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
@@ -85,9 +84,9 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
     r.findings.push_back({fmt::format("{}-tier", to_string(d)), Severity::error, msg});
   }
 
-  const GroupShape& tp = e.shapes[static_cast<int>(Dim::tp)];
+  const GroupShape& tp = e.shapes[Dim::tp];
   for (Dim d : {Dim::pp, Dim::dp}) {
-    const GroupShape& g = e.shapes[static_cast<int>(d)];
+    const GroupShape& g = e.shapes[d];
     if (plan[Dim::tp] > 1 && plan[d] > 1 && tp.span_tier > g.span_tier)
       r.findings.push_back(
           {"inverted-hierarchy", Severity::warning,
@@ -150,7 +149,7 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   }
   for (const auto& alt : alts)
     if (!best || inference_ranks_before(alt, *best, Objective::latency)) best = &alt;
-  const int i = static_cast<int>(Dim::tp);
+  constexpr Dim i = Dim::tp;
   if (plan[Dim::tp] > 1) {
     const InferenceCandidate* keep = nullptr;  // the fastest order with a smaller TP span
     for (const auto& alt : alts)

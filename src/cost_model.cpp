@@ -246,8 +246,8 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
 
 PlanShapes plan_shapes(const Cluster& c, const Mapping& map) {
   PlanShapes sh;
-  for (int d = 0; d < kDims; ++d) sh.dims[d] = dimension_shape(c, map, static_cast<Dim>(d));
-  sh.grad = combine_shapes(sh.dims[static_cast<int>(Dim::dp)], sh.dims[static_cast<int>(Dim::cp)]);
+  for (Dim d : kDefaultOrder) sh.dims[d] = dimension_shape(c, map, d);
+  sh.grad = combine_shapes(sh.dims[Dim::dp], sh.dims[Dim::cp]);
   sh.expert_grad = map.degree(Dim::ep) > 1 ? expert_dp_shape(c, map) : sh.grad;
   return sh;
 }
@@ -261,8 +261,8 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.microbatches = mbs;
   e.shapes = sh.dims;
   e.expert_dp_shape = sh.expert_grad;
-  const GroupShape& tp_shape = sh.dims[static_cast<int>(Dim::tp)];
-  const GroupShape& pp_shape = sh.dims[static_cast<int>(Dim::pp)];
+  const GroupShape& tp_shape = sh.dims[Dim::tp];
+  const GroupShape& pp_shape = sh.dims[Dim::pp];
   const double t_compute = core.t_matmul + core.t_elementwise;
 
   // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed).
@@ -277,7 +277,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
     } else {
       one = all_reduce(fab, tp_shape, core.tp_bytes);
     }
-    e.algorithms[static_cast<int>(Dim::tp)] = one.algorithm;
+    e.algorithms[Dim::tp] = one.algorithm;
     t_tp_total = core.layers_per_stage * core.tp_per_layer * one.time;
   }
   const double t_tp = j.tp_comm_overlap ? t_tp_total * cal.tp_overlap_exposed_fraction : t_tp_total;
@@ -286,7 +286,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   // gradients backward (twice the bytes); they overlap the attention core that uses them.
   double t_cp = 0, t_cp_total = 0;
   if (cp > 1) {
-    const GroupShape& g = sh.dims[static_cast<int>(Dim::cp)];
+    const GroupShape& g = sh.dims[Dim::cp];
     const double step = fab.latency[g.span_tier] + core.cp_bytes / ring_bandwidth(fab, g);
     const double fwd = fab.base_latency + (cp - 1) * step;
     const double bwd = fab.base_latency + (cp - 1) * 2.0 * step;
@@ -295,16 +295,16 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
     t_cp = core.layers_per_stage *
            (fwd_passes * std::max(0.0, fwd - attn) + std::max(0.0, bwd - 2.0 * attn));
     t_cp_total = core.layers_per_stage * (fwd_passes * fwd + bwd);
-    e.algorithms[static_cast<int>(Dim::cp)] = Algorithm::ring;
+    e.algorithms[Dim::cp] = Algorithm::ring;
   }
 
   // EP: per MoE layer, an all-to-all dispatch and combine forward, the same backward (and again
   // for a recomputed forward), exposed.
   double t_ep = 0;
   if (ep > 1 && core.moe_layers_per_stage > 0) {
-    const GroupShape& g = sh.dims[static_cast<int>(Dim::ep)];
+    const GroupShape& g = sh.dims[Dim::ep];
     CollectiveCost one = all_to_all(fab, g, core.ep_bytes);
-    e.algorithms[static_cast<int>(Dim::ep)] = one.algorithm;
+    e.algorithms[Dim::ep] = one.algorithm;
     const double count = core.moe_layers_per_stage * core.ep_per_layer;
     t_ep = count * one.time;
     const auto tiers = all_to_all_per_tier(fab, g, core.ep_bytes);
@@ -317,7 +317,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   double t_p2p = 0;
   if (pp > 1) {
     CollectiveCost one = send_recv(fab, pp_shape.span_tier, core.pp_bytes);
-    e.algorithms[static_cast<int>(Dim::pp)] = one.algorithm;
+    e.algorithms[Dim::pp] = one.algorithm;
     t_p2p = one.time;
     if (tp > 1 && !p.sequence_parallel) t_p2p += ring_all_gather(fab, tp_shape, core.tp_bytes).time;
   }
@@ -373,7 +373,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
     double gather_dense = 0, gather_expert = 0;
     reduce(sh.grad, core.dense_grad_bytes, core.dense_param_bytes, g_dense, gather_dense);
     reduce(sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, g_expert, gather_expert);
-    e.algorithms[static_cast<int>(Dim::dp)] = g_dense.algorithm;
+    e.algorithms[Dim::dp] = g_dense.algorithm;
     const double grad = g_dense.time + g_expert.time;
     const double gather = gather_dense + gather_expert;
     const double window = j.overlap_grad_reduce ? t_compute * 2.0 / 3.0 : 0.0;

@@ -40,9 +40,9 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   const auto& gpu = c.gpu();
   const int tp = p[Dim::tp], pp = p[Dim::pp];
   e.replicas = p[Dim::dp];
-  for (int d = 0; d < kDims; ++d) e.shapes[d] = dimension_shape(c, map, static_cast<Dim>(d));
-  const GroupShape& tp_shape = e.shapes[static_cast<int>(Dim::tp)];
-  const GroupShape& pp_shape = e.shapes[static_cast<int>(Dim::pp)];
+  for (Dim d : kDefaultOrder) e.shapes[d] = dimension_shape(c, map, d);
+  const GroupShape& tp_shape = e.shapes[Dim::tp];
+  const GroupShape& pp_shape = e.shapes[Dim::pp];
 
   const double layers = static_cast<double>(m.spec.layers);
   const double stage_layers = static_cast<double>((m.spec.layers + pp - 1) / pp);
@@ -127,7 +127,7 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   // EP: every MoE layer dispatches each token's hidden vector to its top_k experts and combines
   // the results: 2 all-to-alls per MoE layer per step (prefill: over the prompt's tokens).
   if (ep > 1 && k.moe_layers > 0) {
-    const GroupShape& g = e.shapes[static_cast<int>(Dim::ep)];
+    const GroupShape& g = e.shapes[Dim::ep];
     const double topk = static_cast<double>(m.spec.top_k);
     const double moe_layers = static_cast<double>(k.moe_layers);
     e.decode.ep = 2.0 * moe_layers *
@@ -172,7 +172,7 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
   InferenceSearchResult r;
   const int n = c.gpu_count();
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
-    const int v = opt.fixed[static_cast<int>(d)];
+    const int v = opt.fixed[d];
     if (v < 0 || (v > 0 && n % v != 0))
       throw_input(fmt::format("--{}", to_string(d)), "",
                   fmt::format("{} does not divide the cluster's {} GPUs", v, n));
@@ -181,18 +181,18 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
     return inference_ranks_before(a, b, opt.objective);
   };
   for (int tp = 1; tp <= n; ++tp) {
-    if (n % tp || (opt.fixed[0] && tp != opt.fixed[0])) continue;
+    if (n % tp || (opt.fixed[Dim::tp] && tp != opt.fixed[Dim::tp])) continue;
     for (int pp = 1; pp <= n / tp; ++pp) {
       if ((n / tp) % pp) continue;
       const int dp = n / tp / pp;
-      if ((opt.fixed[static_cast<int>(Dim::pp)] && pp != opt.fixed[static_cast<int>(Dim::pp)]) ||
-          (opt.fixed[static_cast<int>(Dim::dp)] && dp != opt.fixed[static_cast<int>(Dim::dp)]))
+      if ((opt.fixed[Dim::pp] && pp != opt.fixed[Dim::pp]) ||
+          (opt.fixed[Dim::dp] && dp != opt.fixed[Dim::dp]))
         continue;
       std::vector<int> eps{1};
       if (m.spec.moe())
         for (int ep = 2; ep <= dp; ++ep)
           if (dp % ep == 0 && m.spec.experts % ep == 0) eps.push_back(ep);
-      const int fixed_ep = opt.fixed[static_cast<int>(Dim::ep)];
+      const int fixed_ep = opt.fixed[Dim::ep];
       for (int ep : eps) {
       if (fixed_ep && ep != fixed_ep) continue;
       Plan base;

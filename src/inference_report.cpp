@@ -52,9 +52,9 @@ ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceE
                      {"pp", ms(e.prefill.pp)},
                      {"ep", ms(e.prefill.ep)}};
   j["tp_algorithm"] = to_string(e.tp_algorithm);
-  j["tiers"] = {{"tp", span_name(c, e.shapes[0])},
-                {"pp", span_name(c, e.shapes[static_cast<int>(Dim::pp)])},
-                {"ep", span_name(c, e.shapes[static_cast<int>(Dim::ep)])}};
+  j["tiers"] = {{"tp", span_name(c, e.shapes[Dim::tp])},
+                {"pp", span_name(c, e.shapes[Dim::pp])},
+                {"ep", span_name(c, e.shapes[Dim::ep])}};
   j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory_weights))},
                      {"kv_cache", sig(units::to_GiB(e.memory_kv))},
                      {"other", sig(units::to_GiB(e.memory_other))},
@@ -94,14 +94,14 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
                               "{:.1f} us each on {} ({}), latency-bound",
                               e.decode.tp * 1e3, pct(e.decode.tp), 2 * layers, 2,
                               e.decode.tp / (2.0 * layers) * 1e6,
-                              span_name(ctx.cluster, e.shapes[0]), to_string(e.tp_algorithm)));
+                              span_name(ctx.cluster, e.shapes[Dim::tp]), to_string(e.tp_algorithm)));
   if (p[Dim::pp] > 1)
     out.push_back(fmt::format("pp hops: {:.3f} ms ({:.0f}%) - {} per token", e.decode.pp * 1e3,
                               pct(e.decode.pp), p[Dim::pp] - 1));
   if (p[Dim::ep] > 1)
     out.push_back(fmt::format("ep all-to-alls: {:.3f} ms ({:.0f}%) - 2 per MoE layer on {}",
                               e.decode.ep * 1e3, pct(e.decode.ep),
-                              span_name(ctx.cluster, e.shapes[static_cast<int>(Dim::ep)])));
+                              span_name(ctx.cluster, e.shapes[Dim::ep])));
   return out;
 }
 
@@ -149,7 +149,7 @@ std::string inference_search_text(const InferenceContext& ctx, const InferenceSe
                        short_order_string(c.plan), e.ttft * 1e3, e.token_latency * 1e3,
                        e.end_to_end * 1e3, e.tokens_per_s, e.tokens_per_s_per_gpu,
                        100 * e.comm_share, units::to_GiB(e.memory_total()),
-                       span_name(ctx.cluster, e.shapes[0]));
+                       span_name(ctx.cluster, e.shapes[Dim::tp]));
   }
   out += "\nwhy #1: each generated token\n";
   for (const auto& line : explain_token(ctx, r.top.front().plan, r.top.front().eval))

@@ -6,22 +6,21 @@ namespace topoplan {
 
 namespace {
 
-Layout make_layout(const Order& order, const std::array<int, kDims>& degree) {
+Layout make_layout(const Order& order, const DimArray<int>& degree) {
   Layout l;
   l.degree = degree;
   std::int64_t stride = 1;
   for (Dim d : order) {
-    l.stride[static_cast<int>(d)] = stride;
-    stride *= degree[static_cast<int>(d)];
+    l.stride[d] = stride;
+    stride *= degree[d];
   }
   return l;
 }
 
 std::vector<std::vector<int>> layout_groups(const Layout& l, std::int64_t world, Dim d) {
   std::vector<std::vector<int>> out;
-  const int i = static_cast<int>(d);
-  const int n = l.degree[i];
-  const std::int64_t s = l.stride[i];
+  const int n = l.degree[d];
+  const std::int64_t s = l.stride[d];
   out.reserve(static_cast<std::size_t>(world / n));
   for (std::int64_t r = 0; r < world; ++r) {
     if ((r / s) % n != 0) continue;
@@ -36,19 +35,19 @@ std::vector<std::vector<int>> layout_groups(const Layout& l, std::int64_t world,
 
 Mapping Mapping::from_order(const Plan& plan) {
   Mapping m;
-  std::array<int, kDims> dense = plan.degree;
-  dense[static_cast<int>(Dim::ep)] = 1;
+  DimArray<int> dense = plan.degree;
+  dense[Dim::ep] = 1;
   m.dense_ = make_layout(plan.order, dense);
   m.world_ = plan.world();
   // Megatron's expert generator: expert TP = tp, CP folded into expert DP.
   const int ep = std::max(1, plan[Dim::ep]);
-  std::array<int, kDims> expert{};
-  expert[static_cast<int>(Dim::tp)] = plan[Dim::tp];
-  expert[static_cast<int>(Dim::cp)] = 1;
-  expert[static_cast<int>(Dim::ep)] = ep;
-  expert[static_cast<int>(Dim::pp)] = plan[Dim::pp];
+  DimArray<int> expert{};
+  expert[Dim::tp] = plan[Dim::tp];
+  expert[Dim::cp] = 1;
+  expert[Dim::ep] = ep;
+  expert[Dim::pp] = plan[Dim::pp];
   const std::int64_t rest = m.world_ / (static_cast<std::int64_t>(plan[Dim::tp]) * ep * plan[Dim::pp]);
-  expert[static_cast<int>(Dim::dp)] = static_cast<int>(std::max<std::int64_t>(1, rest));
+  expert[Dim::dp] = static_cast<int>(std::max<std::int64_t>(1, rest));
   m.expert_ = make_layout(plan.order, expert);
   return m;
 }
@@ -65,7 +64,7 @@ Mapping Mapping::with_devices(const Plan& plan, std::vector<int> device_of_rank)
 bool expert_pp_mismatch(const Plan& plan) {
   if (plan[Dim::pp] == 1) return false;
   Mapping m = Mapping::from_order(plan);
-  return m.dense().stride[static_cast<int>(Dim::pp)] != m.expert().stride[static_cast<int>(Dim::pp)];
+  return m.dense().stride[Dim::pp] != m.expert().stride[Dim::pp];
 }
 
 std::vector<std::vector<int>> Mapping::groups(Dim d) const {
@@ -130,9 +129,9 @@ namespace {
 
 GroupShape layout_shape_by_groups(const Cluster& c, const Mapping& m, const Layout& l, Dim d) {
   GroupShape worst;
-  if (l.degree[static_cast<int>(d)] <= 1) return worst;
+  if (l.degree[d] <= 1) return worst;
   bool first = true;
-  std::vector<int> devs(static_cast<std::size_t>(l.degree[static_cast<int>(d)]));
+  std::vector<int> devs(static_cast<std::size_t>(l.degree[d]));
   for (const auto& g : layout_groups(l, m.world(), d)) {
     for (std::size_t i = 0; i < g.size(); ++i) devs[i] = m.device(g[i]);
     fold_worst(worst, shape_of_devices(c, devs), first);
@@ -143,13 +142,13 @@ GroupShape layout_shape_by_groups(const Cluster& c, const Mapping& m, const Layo
 
 GroupShape layout_shape(const Cluster& c, const Mapping& m, const Layout& l, Dim d) {
   GroupShape g;
-  const int n = l.degree[static_cast<int>(d)];
+  const int n = l.degree[d];
   g.size = n;
   if (n <= 1) return g;
   if (!m.identity()) return layout_shape_by_groups(c, m, l, d);
   // Members are base + i*s. Decide per tier from divisibility alone; fall back when the groups
   // are not aligned with the domains (then groups differ and each must be walked).
-  const std::int64_t s = l.stride[static_cast<int>(d)];
+  const std::int64_t s = l.stride[d];
   const std::int64_t span = s * n;
   for (int k = 0; k < c.tier_count(); ++k) {
     const std::int64_t D = c.domain_size(k);

@@ -1,6 +1,7 @@
 #include "topoplan/plan.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -98,26 +99,26 @@ bool same_layout(const Plan& p, const Order& other) {
 
 Order parse_order(const std::string& s, const std::string& what) {
   Order out{};
-  std::array<bool, kDims> seen{};
+  DimArray<bool> seen{};
   int n = 0;
   std::size_t start = 0;
   while (start <= s.size()) {
     std::size_t end = s.find('-', start);
     if (end == std::string::npos) end = s.size();
     std::string tok = s.substr(start, end - start);
-    int found = -1;
-    for (int d = 0; d < kDims; ++d)
-      if (tok == to_string(static_cast<Dim>(d))) found = d;
-    if (found < 0)
+    std::optional<Dim> found;
+    for (Dim d : kDefaultOrder)
+      if (tok == to_string(d)) found = d;
+    if (!found)
       throw_input(what, "",
                   fmt::format("expected dimensions tp, cp, ep, dp, pp joined by '-', got '{}'", s));
-    if (seen[found]) throw_input(what, "", fmt::format("'{}' names {} twice", s, tok));
-    seen[found] = true;
-    out[n++] = static_cast<Dim>(found);
+    if (seen[*found]) throw_input(what, "", fmt::format("'{}' names {} twice", s, tok));
+    seen[*found] = true;
+    out[n++] = *found;
     start = end + 1;
   }
   for (Dim d : kDefaultOrder)
-    if (!seen[static_cast<int>(d)]) out[n++] = d;
+    if (!seen[d]) out[n++] = d;
   return out;
 }
 

@@ -26,7 +26,7 @@ RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::
     e.node = dev / t.gpus_per_node;
     e.gpu = dev % t.gpus_per_node;
     e.local_rank = next_local[e.node]++;
-    for (int d = 0; d < kDims; ++d) e.coord[d] = m.coord(r, static_cast<Dim>(d));
+    for (Dim d : kDefaultOrder) e.coord[d] = m.coord(r, d);
     t.gpus_permuted = t.gpus_permuted || e.local_rank != e.gpu;
   }
   // Node-contiguous: ranks k*g .. k*g+g-1 all on one node, for every block k.

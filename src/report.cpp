@@ -63,17 +63,16 @@ ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation&
                     {"optimizer_s", sig(e.time.optimizer)}};
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
-    const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
     comm[to_string(d)] = {{"degree", p[d]},
-                          {"tier", span_name(c, e.shapes[i])},
-                          {"algorithm", to_string(e.algorithms[i])},
+                          {"tier", span_name(c, e.shapes[d])},
+                          {"algorithm", to_string(e.algorithms[d])},
                           {"total_s", sig(total_comm(e, d))},
                           {"exposed_s", sig(exposed_comm(e, d))}};
   }
   if (p[Dim::ep] > 1) {
     ordered_json tiers = ordered_json::object();
-    for (int k = 0; k <= e.shapes[static_cast<int>(Dim::ep)].span_tier; ++k)
+    for (int k = 0; k <= e.shapes[Dim::ep].span_tier; ++k)
       tiers[c.tier_name(k)] = sig(e.ep_per_tier[k]);
     comm["ep"]["all_to_all_by_tier_s"] = tiers;
   }
@@ -121,11 +120,10 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   const Candidate& w = r.top.front();
   const auto& c = ctx.cluster;
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
-    const int i = static_cast<int>(d);
     if (w.plan[d] <= 1) continue;
     const double exposed = exposed_comm(w.eval, d);
     out.push_back(fmt::format("{} = {}: groups span {}, {:.3f} s exposed per step ({:.1f}% of it)",
-                              to_string(d), w.plan[d], span_name(c, w.eval.shapes[i]), exposed,
+                              to_string(d), w.plan[d], span_name(c, w.eval.shapes[d]), exposed,
                               100.0 * exposed / w.eval.step_time));
   }
   // The same degrees laid out the worst way: what the mapping is worth.
@@ -141,7 +139,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
     for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
       if (w.plan[d] <= 1) continue;
       where += fmt::format("{}{} on {}", where.empty() ? "" : ", ", to_string(d),
-                           span_name(c, worst.eval.shapes[static_cast<int>(d)]));
+                           span_name(c, worst.eval.shapes[d]));
     }
     out.push_back(fmt::format("the same degrees with order {} put {}: {:.2f} s per step, {:.2f}x "
                               "slower",
@@ -210,7 +208,7 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
         cand.plan.zero, to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-",
         e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
         100.0 * e.mfu, units::to_GiB(e.memory.total()));
-    for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[static_cast<int>(d)]));
+    for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
     out += "\n";
   }
   out += "\nwhy #1 wins:\n";
@@ -275,17 +273,16 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10} {:>10}\n", "dim", "degree",
                      "spans", "per server", "algorithm", "total s", "exposed s");
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
-    const int i = static_cast<int>(d);
     if (p[d] <= 1) continue;
-    const GroupShape& g = e.shapes[i];
+    const GroupShape& g = e.shapes[d];
     const int per_server = g.span_tier > 0 ? g.per_domain[0] : g.size;
     out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10.3f} {:>10.3f}\n", to_string(d),
-                       p[d], span_name(c, g), per_server, to_string(e.algorithms[i]),
+                       p[d], span_name(c, g), per_server, to_string(e.algorithms[d]),
                        total_comm(e, d), exposed_comm(e, d));
   }
   if (p[Dim::ep] > 1) {
     out += "  ep all-to-all by tier (transfer per step; the tiers run at once):";
-    for (int k = 0; k <= e.shapes[static_cast<int>(Dim::ep)].span_tier; ++k)
+    for (int k = 0; k <= e.shapes[Dim::ep].span_tier; ++k)
       out += fmt::format(" {} {:.3f} s", c.tier_name(k), e.ep_per_tier[k]);
     out += "\n";
   }

@@ -251,17 +251,17 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   if (n > c.gpu_count())
     throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, c.gpu_count()));
   for (Dim d : {Dim::tp, Dim::cp, Dim::pp, Dim::dp, Dim::ep}) {
-    const int v = opt.fixed[static_cast<int>(d)];
+    const int v = opt.fixed[d];
     if (v < 0 || (v > 0 && n % v != 0))
       throw_input(fmt::format("--{}", to_string(d)), "",
                   fmt::format("{} does not divide the {} GPUs", v, n));
   }
   if (opt.zero < -1 || opt.zero > 3)
     throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
-  if (opt.fixed[static_cast<int>(Dim::ep)] > 1 && !m.spec.moe())
+  if (opt.fixed[Dim::ep] > 1 && !m.spec.moe())
     throw_input("--ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
-  auto fixed = [&](Dim d) { return opt.fixed[static_cast<int>(d)]; };
-  auto max = [&](Dim d) { return opt.max[static_cast<int>(d)]; };
+  auto fixed = [&](Dim d) { return opt.fixed[d]; };
+  auto max = [&](Dim d) { return opt.max[d]; };
 
   // Every set of degrees (tp, cp, pp, dp, ep); divisibility by heads, sequence and experts is
   // checked here so the workers only see candidates that can run.

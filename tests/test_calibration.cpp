@@ -123,8 +123,8 @@ TEST_CASE("qualitative: a large model on 64 GPUs wants a small micro-batch, not 
   Model m = test::preset_model("gpt3-175b");
   JobSpec j = gpt3_job(512);
   SearchOptions o;
-  o.fixed[static_cast<int>(Dim::tp)] = 8;
-  o.fixed[static_cast<int>(Dim::pp)] = 8;
+  o.fixed[Dim::tp] = 8;
+  o.fixed[Dim::pp] = 8;
   o.recompute = Recompute::full;
   o.top_k = 200;
   SearchResult r = search(c, m, j, Calibration{}, o);

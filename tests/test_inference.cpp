@@ -94,10 +94,10 @@ TEST_CASE("decode with TP across servers ranks far below TP inside a server, and
   o.top_k = 50;
   InferenceSearchResult r = search_inference(c, m, j, Calibration{}, o);
   REQUIRE_FALSE(r.top.empty());
-  CHECK(r.top.front().eval.shapes[0].span_tier == 0);
+  CHECK(r.top.front().eval.shapes[Dim::tp].span_tier == 0);
   const double best = r.top.front().eval.token_latency;
   for (const auto& cand : r.top)
-    if (cand.plan[Dim::tp] == 8 && cand.eval.shapes[0].span_tier == 1)
+    if (cand.plan[Dim::tp] == 8 && cand.eval.shapes[Dim::tp].span_tier == 1)
       CHECK(cand.eval.token_latency > 1.25 * best);
   // The same degrees, TP taken across the two servers.
   InferenceContext ctx{c, m, j, Calibration{}};

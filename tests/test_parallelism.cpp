@@ -30,10 +30,10 @@ TEST_CASE("context parallelism: ring attention hides behind attention, costs acr
   // Activations per GPU: each CP rank keeps half the sequence (and TP halves differently).
   CHECK(cp.comm.cp > 0);
   CHECK(cp.time.cp <= cp.comm.cp);
-  CHECK(cp.shapes[static_cast<int>(Dim::cp)].span_tier == 0);
+  CHECK(cp.shapes[Dim::cp].span_tier == 0);
   // The same degrees with the CP pair split across servers exposes more of the exchange.
   Evaluation far = eval(c, m, j, plan(4, 2, 1, 4, 1, "tp-dp-pp-cp"));
-  CHECK(far.shapes[static_cast<int>(Dim::cp)].span_tier >= 1);
+  CHECK(far.shapes[Dim::cp].span_tier >= 1);
   CHECK(far.comm.cp > cp.comm.cp);
   CHECK(none.memory.activations > 0);
   // Gradients reduce over dp x cp: CP alone (dp = 1) still needs a reduction.
@@ -51,9 +51,9 @@ TEST_CASE("expert parallelism: all-to-alls by tier, experts sharded over ep") {
   CHECK(ep1.time.ep == 0);
   CHECK(inside.time.ep > 0);
   CHECK(inside.memory.weights < ep1.memory.weights);  // experts split 4 ways
-  CHECK(inside.shapes[static_cast<int>(Dim::ep)].span_tier == 0);
+  CHECK(inside.shapes[Dim::ep].span_tier == 0);
   CHECK(inside.ep_per_tier[1] == 0);
-  CHECK(across.shapes[static_cast<int>(Dim::ep)].span_tier == 1);
+  CHECK(across.shapes[Dim::ep].span_tier == 1);
   CHECK(across.ep_per_tier[1] > 0);
   CHECK(across.time.ep > inside.time.ep);
   // Invalid: ep on a dense model, ep not dividing the experts or dp x cp.
@@ -75,7 +75,7 @@ TEST_CASE("DeepSeek-V3 on 2,048 H800: plans with EP across servers, all-to-all c
   REQUIRE_FALSE(r.top.empty());
   const Candidate* cross = nullptr;
   for (const auto& cand : r.top)
-    if (cand.plan[Dim::ep] > 1 && cand.eval.shapes[static_cast<int>(Dim::ep)].span_tier >= 1) {
+    if (cand.plan[Dim::ep] > 1 && cand.eval.shapes[Dim::ep].span_tier >= 1) {
       cross = &cand;
       break;
     }
@@ -109,8 +109,8 @@ TEST_CASE("constraints: bounded degrees, fewer GPUs, memory headroom") {
   JobSpec j;
   SearchOptions o;
   o.top_k = 50;
-  o.max[static_cast<int>(Dim::tp)] = 4;
-  o.max[static_cast<int>(Dim::cp)] = 1;
+  o.max[Dim::tp] = 4;
+  o.max[Dim::cp] = 1;
   SearchResult r = search(c, m, j, Calibration{}, o);
   REQUIRE_FALSE(r.top.empty());
   for (const auto& cand : r.top) {

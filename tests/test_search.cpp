@@ -24,9 +24,9 @@ TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping fi
   // DP and PP both take one GPU per server within the leaf), so that mirror is listed once.
   REQUIRE(r.evaluated == 6);
   REQUIRE(r.top.size() == 5);
-  CHECK(r.top.front().eval.shapes[0].span_tier == 0);
+  CHECK(r.top.front().eval.shapes[Dim::tp].span_tier == 0);
   CHECK(short_order_string(r.top.front().plan) == "tp-dp-pp");  // Megatron's default wins ties
-  CHECK(r.top.back().eval.shapes[0].span_tier == 1);
+  CHECK(r.top.back().eval.shapes[Dim::tp].span_tier == 1);
   for (std::size_t i = 1; i < r.top.size(); ++i)
     CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
 }
@@ -46,7 +46,7 @@ TEST_CASE("the unconstrained search keeps TP inside one server in every plan it 
     CHECK(cand.eval.fits);
     if (cand.plan[Dim::tp] > 1) {
       ++with_tp;
-      CHECK(cand.eval.shapes[0].span_tier == 0);  // every listed TP group inside one server
+      CHECK(cand.eval.shapes[Dim::tp].span_tier == 0);  // every listed TP group inside one server
     }
   }
   CHECK(with_tp > 5);
@@ -69,7 +69,7 @@ TEST_CASE("fixed degrees that cannot divide the cluster are input errors") {
   Model m = test::preset_model("llama3-70b");
   JobSpec j;
   SearchOptions o;
-  o.fixed[static_cast<int>(Dim::tp)] = 3;
+  o.fixed[Dim::tp] = 3;
   CHECK_THROWS_WITH(search(c, m, j, Calibration{}, o), "--tp: 3 does not divide the 32 GPUs");
 }
 

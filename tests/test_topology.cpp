@@ -132,7 +132,7 @@ TEST_CASE("oversubscription compounds: 2:1 at the spine and 2:1 at the core leav
   const Plan p = test::plan(8, 16, 4, "tp-pp-dp");
   const Evaluation e_core = test::eval(Cluster(core_only, "t"), m, j, p);
   const Evaluation e_both = test::eval(Cluster(both, "t"), m, j, p);
-  CHECK(e_core.shapes[static_cast<int>(Dim::dp)].span_tier == 3);
+  CHECK(e_core.shapes[Dim::dp].span_tier == 3);
   CHECK(e_both.comm.dp > 1.8 * e_core.comm.dp);
 }
 

@@ -100,8 +100,8 @@ struct Evaluation {
   ComputeSplit compute;
   CommTotals comm;
   MemoryBreakdown memory;
-  std::array<GroupShape, kDims> shapes{};      ///< worst group shape per dimension
-  std::array<Algorithm, kDims> algorithms{};   ///< collective chosen per dimension
+  DimArray<GroupShape> shapes{};      ///< worst group shape per dimension
+  DimArray<Algorithm> algorithms{};   ///< collective chosen per dimension
   GroupShape expert_dp_shape;                  ///< expert gradients' group (MoE)
   /// EP all-to-all seconds per step by tier (transfer only; the slowest tier sets the time).
   std::array<double, Cluster::kMaxTiers> ep_per_tier{};
@@ -141,7 +141,7 @@ struct PlanCore {
 
 /// Shapes of every group kind a plan communicates over.
 struct PlanShapes {
-  std::array<GroupShape, kDims> dims{};
+  DimArray<GroupShape> dims{};
   GroupShape grad;         ///< dense gradients: dp x cp
   GroupShape expert_grad;  ///< expert gradients: expert-dp
 };

@@ -59,7 +59,7 @@ struct InferenceEval {
   DecodeBreakdown decode;
   double memory_weights = 0, memory_kv = 0, memory_other = 0;  ///< bytes per GPU
   [[nodiscard]] double memory_total() const { return memory_weights + memory_kv + memory_other; }
-  std::array<GroupShape, kDims> shapes{};
+  DimArray<GroupShape> shapes{};
   Algorithm tp_algorithm = Algorithm::none;
 };
 
@@ -71,7 +71,7 @@ struct InferenceEval {
                                                const Mapping& map, const Calibration& cal);
 
 struct InferenceSearchOptions {
-  std::array<int, kDims> fixed{};  ///< 0: searched (tp, pp, dp, and ep for MoE models)
+  DimArray<int> fixed{};  ///< 0: searched (tp, pp, dp, and ep for MoE models)
   std::optional<Order> order;
   Objective objective = Objective::latency;
   double max_token_latency = 0;  ///< seconds, 0: no bound

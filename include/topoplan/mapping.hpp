@@ -26,8 +26,8 @@ struct GroupShape {
 
 /// Rank layout of one Megatron RankGenerator: a degree and a stride per dimension.
 struct Layout {
-  std::array<int, kDims> degree{1, 1, 1, 1, 1};
-  std::array<std::int64_t, kDims> stride{1, 1, 1, 1, 1};
+  DimArray<int> degree{{1, 1, 1, 1, 1}};
+  DimArray<std::int64_t> stride{{1, 1, 1, 1, 1}};
 };
 
 class Mapping {
@@ -47,8 +47,8 @@ class Mapping {
   [[nodiscard]] const Layout& expert() const { return expert_; }
   /// The layout a dimension's groups come from: the expert one for ep, the dense one otherwise.
   [[nodiscard]] const Layout& layout_of(Dim d) const { return d == Dim::ep ? expert_ : dense_; }
-  [[nodiscard]] std::int64_t stride(Dim d) const { return layout_of(d).stride[static_cast<int>(d)]; }
-  [[nodiscard]] int degree(Dim d) const { return layout_of(d).degree[static_cast<int>(d)]; }
+  [[nodiscard]] std::int64_t stride(Dim d) const { return layout_of(d).stride[d]; }
+  [[nodiscard]] int degree(Dim d) const { return layout_of(d).degree[d]; }
   [[nodiscard]] int coord(std::int64_t rank, Dim d) const {
     return static_cast<int>((rank / stride(d)) % degree(d));
   }

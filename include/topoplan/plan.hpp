@@ -13,6 +13,17 @@ inline constexpr int kDims = 5;
 using Order = std::array<Dim, kDims>;
 inline constexpr Order kDefaultOrder{Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::pp};
 
+/// One value per dimension, indexed by Dim (iterate with `for (Dim d : kDefaultOrder)`).
+template <class T>
+struct DimArray {
+  std::array<T, kDims> values{};
+  [[nodiscard]] constexpr T& operator[](Dim d) { return values[static_cast<std::size_t>(d)]; }
+  [[nodiscard]] constexpr const T& operator[](Dim d) const {
+    return values[static_cast<std::size_t>(d)];
+  }
+  friend bool operator==(const DimArray&, const DimArray&) = default;
+};
+
 [[nodiscard]] const char* to_string(Dim d);
 
 /// Activation recomputation: none; selective (attention scores and softmax); full (each layer's
@@ -26,7 +37,7 @@ enum class Recompute : std::uint8_t { none, selective, full };
 /// layers re-divide it as tp x ep x expert-dp x pp (expert TP = tp, expert CP = 1), so ep must
 /// divide cp x dp.
 struct Plan {
-  std::array<int, kDims> degree{1, 1, 1, 1, 1};
+  DimArray<int> degree{{1, 1, 1, 1, 1}};
   int micro_batch = 1;
   int vpp = 1;  ///< virtual pipeline stages (model chunks) per pipeline rank: interleaved 1F1B
   Order order = kDefaultOrder;
@@ -35,8 +46,8 @@ struct Plan {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;         ///< Megatron sequence parallelism (with tp > 1)
 
-  [[nodiscard]] int operator[](Dim d) const { return degree[static_cast<int>(d)]; }
-  [[nodiscard]] int& operator[](Dim d) { return degree[static_cast<int>(d)]; }
+  [[nodiscard]] int operator[](Dim d) const { return degree[d]; }
+  [[nodiscard]] int& operator[](Dim d) { return degree[d]; }
   [[nodiscard]] std::int64_t world() const;
 };
 

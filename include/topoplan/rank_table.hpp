@@ -14,7 +14,7 @@ struct RankEntry {
   int node = 0;        ///< server index in the cluster
   int local_rank = 0;  ///< position among the node's ranks, in global-rank order
   int gpu = 0;         ///< physical GPU index on the node
-  std::array<int, kDims> coord{};  ///< ep from the expert layout, the rest from the dense one
+  DimArray<int> coord{};  ///< ep from the expert layout, the rest from the dense one
 };
 
 struct RankTable {

@@ -12,10 +12,13 @@
 
 namespace topoplan {
 
+/// The largest CP degree searched unless --max-cp says otherwise.
+inline constexpr int kDefaultMaxCp = 32;
+
 struct SearchOptions {
-  std::array<int, kDims> fixed{};  ///< 0: searched; otherwise that degree is fixed
-  /// Upper bounds on searched degrees (0: none). CP defaults to at most 32.
-  std::array<int, kDims> max{0, 32, 0, 0, 0};
+  DimArray<int> fixed{};  ///< 0: searched; otherwise that degree is fixed
+  /// Upper bounds on searched degrees (0: none). CP defaults to at most kDefaultMaxCp.
+  DimArray<int> max{{0, kDefaultMaxCp, 0, 0, 0}};
   /// A searched CP degree keeps at least this many tokens of each sequence per rank (ring
   /// attention on shorter chunks is not worth its exchanges); a fixed --cp is not limited.
   std::int64_t min_cp_tokens = 2048;

@@ -20,7 +20,7 @@ struct PlanArgs {
   OutputOptions out;
   ChoiceOptions choice;
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, micro_batch = 0, vpp = 0, top = 10;
-  int max_tp = 0, max_cp = 32, max_ep = 0, max_pp = 0;
+  int max_tp = 0, max_cp = kDefaultMaxCp, max_ep = 0, max_pp = 0;
   int threads = 0;
   bool variants = false;
   std::string order;
@@ -32,10 +32,10 @@ int run_inference_plan(const PlanArgs& a) {
   Inputs in = load_inputs(io);
   InferenceJob job = inference_job(io, a.inf);
   InferenceSearchOptions opt;
-  opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
-  opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
-  opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
-  opt.fixed[static_cast<int>(Dim::ep)] = a.ep;
+  opt.fixed[Dim::tp] = a.tp;
+  opt.fixed[Dim::pp] = a.pp;
+  opt.fixed[Dim::dp] = a.dp;
+  opt.fixed[Dim::ep] = a.ep;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   opt.objective = parse_objective(a.inf.objective, "--objective");
   opt.max_token_latency = a.inf.max_token_latency_ms / 1e3;
@@ -53,14 +53,17 @@ int run_plan(const PlanArgs& a) {
   if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
   SearchOptions opt;
-  opt.fixed[static_cast<int>(Dim::tp)] = a.tp;
-  opt.fixed[static_cast<int>(Dim::pp)] = a.pp;
-  opt.fixed[static_cast<int>(Dim::dp)] = a.dp;
-  opt.fixed[static_cast<int>(Dim::cp)] = a.cp;
-  opt.fixed[static_cast<int>(Dim::ep)] = a.ep;
-  opt.max = {a.max_tp, a.max_cp, a.max_ep, 0, a.max_pp};
-  for (int v : opt.max)
-    if (v < 0) throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
+  opt.fixed[Dim::tp] = a.tp;
+  opt.fixed[Dim::pp] = a.pp;
+  opt.fixed[Dim::dp] = a.dp;
+  opt.fixed[Dim::cp] = a.cp;
+  opt.fixed[Dim::ep] = a.ep;
+  opt.max[Dim::tp] = a.max_tp;
+  opt.max[Dim::cp] = a.max_cp;
+  opt.max[Dim::ep] = a.max_ep;
+  opt.max[Dim::pp] = a.max_pp;
+  for (Dim d : kDefaultOrder)
+    if (opt.max[d] < 0) throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
   opt.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar;
   if (bar.enabled()) opt.progress = [&bar](double f, std::int64_t n) { bar.update(f, n); };

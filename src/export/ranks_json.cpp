@@ -43,7 +43,7 @@ std::string export_ranks_json(const ExportContext& x) {
     r["host"] = x.table.hosts[e.node];
     r["local_rank"] = e.local_rank;
     r["gpu"] = e.gpu;
-    for (Dim d : kDefaultOrder) r[to_string(d)] = e.coord[static_cast<int>(d)];
+    for (Dim d : kDefaultOrder) r[to_string(d)] = e.coord[d];
     ranks.push_back(r);
   }
   j["ranks"] = ranks;
