@@ -1,5 +1,7 @@
 #include "topoplan/cost_model.hpp"
 
+#include "topoplan/cost_dims.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -27,6 +29,19 @@ double hardware_flops_per_token(const Model& m, double seq_len, Recompute r) {
 }
 
 namespace {
+
+/// Adam's state per parameter: fp32 master weights, first and second moments.
+constexpr double kAdamStateBytesPerParam = 12.0;
+/// The logits buffer, fp32, per vocabulary entry per token.
+constexpr double kLogitsBytesPerEntry = 4.0;
+/// HBM traffic of the fp32 softmax and cross-entropy over the logits, per vocabulary entry per
+/// token: three fp32 passes (read, write, read back in the backward).
+constexpr double kLogitsSoftmaxBytesPerEntry = 12.0;
+
+/// Bytes per parameter of the gradients data parallelism reduces.
+double gradient_bytes(const JobSpec& j, const Calibration& cal) {
+  return j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
+}
 
 struct StageParams {
   double first = 0;
@@ -148,72 +163,37 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   w.attention_fwd_s = attn / rate;
   w.elementwise_s = elements * dtype_bytes(j.dtype) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
-  w.logits_elementwise_s = 12.0 * static_cast<double>(m.spec.vocab) / t / hbm;  // fp32 softmax
+  w.logits_elementwise_s = kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
   return w;
 }
 
 }  // namespace
 
-PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
-                 const Calibration& cal) {
-  PlanCore core;
-  const auto& k = m.counts;
-  const int tp = p[Dim::tp], pp = p[Dim::pp], dp = p[Dim::dp], cp = p[Dim::cp], ep = p[Dim::ep];
-  const int v = p.vpp;
-  const double s = static_cast<double>(j.seq_len);
-  const double h = static_cast<double>(m.spec.hidden);
+StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
+                           const GpuSpec& gpu, double layers) {
+  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(j.seq_len) / p[Dim::cp];
+  const LayerWork w = layer_work(m, j, p, cal, gpu);
+  StageCompute out;
+  out.matmul = tokens * (layers * w.matmul_s + w.logits_matmul_s);
+  out.elementwise = tokens * (layers * w.elementwise_s + w.logits_elementwise_s);
+  out.attention_fwd = tokens * w.attention_fwd_s;
+  return out;
+}
+
+MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
+                             const Calibration& cal, int microbatches) {
+  const int pp = p[Dim::pp], v = p.vpp, tp = p[Dim::tp];
   const double bytes = dtype_bytes(j.dtype);
-  // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
-  // and last stages fewer).
-  const StageLayers split = stage_layers(m.spec.layers, pp);
-  core.layers_per_stage = static_cast<double>(split.max());
-  core.moe_layers_per_stage =
-      core.layers_per_stage * static_cast<double>(k.moe_layers) / static_cast<double>(m.spec.layers);
-  core.microbatches =
-      static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
-  const int mbs = core.microbatches;
-
-  // Compute for one microbatch on the slowest stage (the last: it also runs the logits).
-  const double tokens = static_cast<double>(p.micro_batch) * s / cp;
-  const LayerWork w = layer_work(m, j, p, cal, c.gpu());
-  core.t_matmul = tokens * (core.layers_per_stage * w.matmul_s + w.logits_matmul_s);
-  core.t_elementwise = tokens * (core.layers_per_stage * w.elementwise_s + w.logits_elementwise_s);
-  core.t_attention_fwd = tokens * w.attention_fwd_s;
-
-  // Message sizes. TP: the microbatch's activations. CP: one K/V chunk (this rank's tokens, its
-  // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.
-  core.tp_bytes = tokens * h * bytes;
-  core.tp_per_layer = p.recompute == Recompute::full ? 6 : 4;
-  core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
-  core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
-  core.ep_per_layer = p.recompute == Recompute::full ? 6 : 4;
-  // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;
-  // without sequence parallelism the receiver all-gathers the slices over its TP group.
-  core.pp_bytes = tokens * h * bytes / tp;
-
+  const double grad_bytes = gradient_bytes(j, cal);
   double experts_gpu = 0;
   const StageParams params = stage_params(m, p, &experts_gpu);
   const double params_gpu = params.max();
-  const double grad_bytes =
-      j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
-  const double dense_gpu = params_gpu - experts_gpu;
-  core.params_gpu = params_gpu;
-  core.grad_bytes_per_param = grad_bytes;
-  core.dense_grad_bytes = dense_gpu * grad_bytes;
-  core.expert_grad_bytes = experts_gpu * grad_bytes;
-  core.dense_param_bytes = dense_gpu * bytes;
-  core.expert_param_bytes = experts_gpu * bytes;
-  // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
-  const double dense_rep = static_cast<double>(dp) * cp;
-  const double expert_rep = dense_rep / ep;
-  const double opt_params = p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
-  core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
-
-  // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
+  const double dense_rep = static_cast<double>(p[Dim::dp]) * p[Dim::cp];
+  const double expert_rep = dense_rep / p[Dim::ep];
+  const StageLayers split = stage_layers(m.spec.layers, pp);
   // 1F1B keeps min(pp, m) microbatches in flight on the first stage; interleaving multiplies
   // that by 1 + (pp - 1) / (pp x vpp).
-  MemoryBreakdown mem_first, mem_last;
-  double in_flight = pp > 1 ? std::min(pp, mbs) : 1;
+  double in_flight = pp > 1 ? std::min(pp, microbatches) : 1;
   if (v > 1) in_flight *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
   double act_first = layer_act * static_cast<double>(split.first) * in_flight;
@@ -228,17 +208,75 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
     if (p.zero < min_stage) return per_param;
     return per_param * ((params_gpu - experts_gpu) / dense_rep + experts_gpu / expert_rep) / params_gpu;
   };
-  auto fill = [&](MemoryBreakdown& mem, double params_stage, double act, double logits) {
+  auto fill = [&](double params_stage, double act, double logits) {
+    MemoryBreakdown mem;
     mem.weights = params_stage * sharded(bytes, 3);
     mem.gradients = params_stage * sharded(grad_bytes, 2);
-    mem.optimizer = params_stage * sharded(12.0, 1);
+    mem.optimizer = params_stage * sharded(kAdamStateBytesPerParam, 1);
     mem.activations = act;
     mem.other = cal.reserved_bytes + logits;
+    return mem;
   };
-  const double logits_bytes = tokens * static_cast<double>(m.spec.vocab) / tp * 4.0;  // fp32
-  fill(mem_first, params.first, act_first, pp == 1 ? logits_bytes : 0.0);
-  fill(mem_last, params.last, act_last, logits_bytes);
-  core.memory = mem_first.total() >= mem_last.total() ? mem_first : mem_last;
+  const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
+  const double logits_bytes = tokens * static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
+  const MemoryBreakdown first = fill(params.first, act_first, pp == 1 ? logits_bytes : 0.0);
+  const MemoryBreakdown last = fill(params.last, act_last, logits_bytes);
+  return first.total() >= last.total() ? first : last;
+}
+
+PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                 const Calibration& cal) {
+  PlanCore core;
+  const auto& k = m.counts;
+  const int tp = p[Dim::tp], dp = p[Dim::dp], cp = p[Dim::cp], ep = p[Dim::ep];
+  const double s = static_cast<double>(j.seq_len);
+  const double h = static_cast<double>(m.spec.hidden);
+  const double bytes = dtype_bytes(j.dtype);
+  // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
+  // and last stages fewer).
+  core.layers_per_stage = static_cast<double>(stage_layers(m.spec.layers, p[Dim::pp]).max());
+  core.moe_layers_per_stage =
+      core.layers_per_stage * static_cast<double>(k.moe_layers) / static_cast<double>(m.spec.layers);
+  core.microbatches =
+      static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
+
+  // Compute for one microbatch on the slowest stage (the last: it also runs the logits).
+  const StageCompute work = stage_compute(m, j, p, cal, c.gpu(), core.layers_per_stage);
+  core.t_matmul = work.matmul;
+  core.t_elementwise = work.elementwise;
+  core.t_attention_fwd = work.attention_fwd;
+
+  // Message sizes. TP: the microbatch's activations. CP: one K/V chunk (this rank's tokens, its
+  // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.
+  const double tokens = static_cast<double>(p.micro_batch) * s / cp;
+  core.tp_bytes = tokens * h * bytes;
+  core.tp_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
+  core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
+  core.ep_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;
+  // without sequence parallelism the receiver all-gathers the slices over its TP group.
+  core.pp_bytes = tokens * h * bytes / tp;
+
+  // Parameters on the most loaded stage: what DP reduces and gathers, and the optimizer step.
+  double experts_gpu = 0;
+  const double params_gpu = stage_params(m, p, &experts_gpu).max();
+  const double grad_bytes = gradient_bytes(j, cal);
+  const double dense_gpu = params_gpu - experts_gpu;
+  core.params_gpu = params_gpu;
+  core.grad_bytes_per_param = grad_bytes;
+  core.dense_grad_bytes = dense_gpu * grad_bytes;
+  core.expert_grad_bytes = experts_gpu * grad_bytes;
+  core.dense_param_bytes = dense_gpu * bytes;
+  core.expert_param_bytes = experts_gpu * bytes;
+  // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
+  const double dense_rep = static_cast<double>(dp) * cp;
+  const double expert_rep = dense_rep / ep;
+  const double opt_params = p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
+  core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+
+  // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
+  core.memory = stage_memory(m, j, p, cal, core.microbatches);
   core.fits = core.memory.total() <= c.gpu().memory_bytes * (1.0 - j.memory_headroom);
   core.model_flops = static_cast<double>(j.global_batch) * s * model_flops_per_token(k, m.spec.layers, s);
   return core;
@@ -255,152 +293,44 @@ PlanShapes plan_shapes(const Cluster& c, const Mapping& map) {
 Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, const Cluster& c,
                   const JobSpec& j, const Plan& p, const Calibration& cal) {
   Evaluation e;
-  const int tp = p[Dim::tp], pp = p[Dim::pp], cp = p[Dim::cp], ep = p[Dim::ep];
-  const int v = p.vpp;
   const int mbs = core.microbatches;
   e.microbatches = mbs;
   e.shapes = sh.dims;
   e.expert_dp_shape = sh.expert_grad;
-  const GroupShape& tp_shape = sh.dims[Dim::tp];
-  const GroupShape& pp_shape = sh.dims[Dim::pp];
   const double t_compute = core.t_matmul + core.t_elementwise;
 
-  // TP: 2 collectives forward and 2 backward per layer (2 more when the forward is recomputed).
-  // Sequence parallelism turns each all-reduce into an all-gather plus a reduce-scatter of the
-  // same volume. With TP overlap only a calibrated fraction stays exposed.
-  double t_tp_total = 0;
-  if (tp > 1) {
-    CollectiveCost one;
-    if (p.sequence_parallel) {
-      one = ring_all_gather(fab, tp_shape, core.tp_bytes);
-      one.time += ring_reduce_scatter(fab, tp_shape, core.tp_bytes).time;
-    } else {
-      one = all_reduce(fab, tp_shape, core.tp_bytes);
-    }
-    e.algorithms[Dim::tp] = one.algorithm;
-    t_tp_total = core.layers_per_stage * core.tp_per_layer * one.time;
-  }
-  const double t_tp = j.tp_comm_overlap ? t_tp_total * cal.tp_overlap_exposed_fraction : t_tp_total;
+  // Per microbatch on the slowest stage: each dimension's communication (cost_dims.hpp).
+  const CommTime tp = tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
+  const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab, p.recompute);
+  const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab);
+  const CommTime hop =
+      pp_hop_time(core, sh.dims[Dim::pp], sh.dims[Dim::tp], fab, p.sequence_parallel);
+  const PipelineTime pipe = pipeline_time(t_compute + tp.exposed + cp.exposed + ep.comm.exposed,
+                                          hop.total, p[Dim::pp], p.vpp, mbs, j.overlap_p2p);
+  // Per step.
+  const CommTime dp = dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, cal);
 
-  // CP (ring attention): per layer, cp - 1 ring steps pass K/V chunks forward, and K/V plus their
-  // gradients backward (twice the bytes); they overlap the attention core that uses them.
-  double t_cp = 0, t_cp_total = 0;
-  if (cp > 1) {
-    const GroupShape& g = sh.dims[Dim::cp];
-    const double step = fab.latency[g.span_tier] + core.cp_bytes / ring_bandwidth(fab, g);
-    const double fwd = fab.base_latency + (cp - 1) * step;
-    const double bwd = fab.base_latency + (cp - 1) * 2.0 * step;
-    const int fwd_passes = p.recompute == Recompute::full ? 2 : 1;
-    const double attn = core.t_attention_fwd;
-    t_cp = core.layers_per_stage *
-           (fwd_passes * std::max(0.0, fwd - attn) + std::max(0.0, bwd - 2.0 * attn));
-    t_cp_total = core.layers_per_stage * (fwd_passes * fwd + bwd);
-    e.algorithms[Dim::cp] = Algorithm::ring;
-  }
-
-  // EP: per MoE layer, an all-to-all dispatch and combine forward, the same backward (and again
-  // for a recomputed forward), exposed.
-  double t_ep = 0;
-  if (ep > 1 && core.moe_layers_per_stage > 0) {
-    const GroupShape& g = sh.dims[Dim::ep];
-    CollectiveCost one = all_to_all(fab, g, core.ep_bytes);
-    e.algorithms[Dim::ep] = one.algorithm;
-    const double count = core.moe_layers_per_stage * core.ep_per_layer;
-    t_ep = count * one.time;
-    const auto tiers = all_to_all_per_tier(fab, g, core.ep_bytes);
-    for (int k = 0; k < Cluster::kMaxTiers; ++k) e.ep_per_tier[k] = mbs * count * tiers[k];
-  }
-
-  // PP: each model chunk boundary sends the microbatch's activations forward and gradients back.
-  // In the steady state the sends overlap compute; the fill and the drain each wait for
-  // pp x vpp - 1 of them.
-  double t_p2p = 0;
-  if (pp > 1) {
-    CollectiveCost one = send_recv(fab, pp_shape.span_tier, core.pp_bytes);
-    e.algorithms[Dim::pp] = one.algorithm;
-    t_p2p = one.time;
-    if (tp > 1 && !p.sequence_parallel) t_p2p += ring_all_gather(fab, tp_shape, core.tp_bytes).time;
-  }
-
-  // Without overlap every microbatch waits for its sends: 2 per model chunk.
-  const double t_p2p_mb = j.overlap_p2p ? 0.0 : 2.0 * v * t_p2p;
-  const double t_mb = t_compute + t_tp + t_cp + t_ep + t_p2p_mb;
+  e.algorithms[Dim::tp] = tp.algorithm;
+  e.algorithms[Dim::cp] = cp.algorithm;
+  e.algorithms[Dim::ep] = ep.comm.algorithm;
+  e.algorithms[Dim::pp] = hop.algorithm;
+  e.algorithms[Dim::dp] = dp.algorithm;
+  for (int k = 0; k < Cluster::kMaxTiers; ++k) e.ep_per_tier[k] = mbs * ep.per_tier[k];
   e.compute.matmul = mbs * core.t_matmul;
   e.compute.elementwise = mbs * core.t_elementwise;
   e.time.compute = mbs * t_compute;
-  e.time.tp = mbs * t_tp;
-  e.time.cp = mbs * t_cp;
-  e.time.ep = mbs * t_ep;
-  e.time.bubble = (pp - 1) * t_mb / v;
-  e.time.pp = pp == 1          ? 0.0
-              : j.overlap_p2p ? 2.0 * (static_cast<double>(pp) * v - 1) * t_p2p
-                              : mbs * t_p2p_mb;
-  e.comm.tp = mbs * t_tp_total;
-  e.comm.cp = mbs * t_cp_total;
-  e.comm.ep = mbs * t_ep;
-  e.comm.pp = mbs * 2.0 * v * t_p2p;
-
-  // DP, bucketed and overlapped with the backward pass (2/3 of a microbatch's compute); the last
-  // bucket, or whatever exceeds the window, is exposed; all of it without --overlap-grad-reduce.
-  // Each bucket is its own collective, so every bucket pays the latency terms. Dense gradients
-  // reduce over dp x cp, expert gradients over expert-dp.
-  //   ZeRO-0: one gradient all-reduce per step, during the last microbatch's backward.
-  //   ZeRO-1 (distributed optimizer): one reduce-scatter per step, the same way, then an exposed
-  //           all-gather of the updated parameters.
-  //   ZeRO-2: gradients are kept sharded, so every microbatch reduce-scatters its own, during its
-  //           backward; then the parameter all-gather, exposed.
-  //   ZeRO-3: every microbatch also all-gathers the parameters forward and backward, layer by
-  //           layer; all three hide behind that microbatch's compute where they fit.
-  const double params_gpu = core.params_gpu;
-  const bool any_dp = sh.grad.size > 1 || sh.expert_grad.size > 1;
-  if (any_dp && params_gpu > 0) {
-    // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
-    auto buckets = [&](double grad_bytes) {
-      if (core.grad_bytes_per_param <= 0) return 1.0;
-      return std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param / cal.dp_bucket_params));
-    };
-    const double layer_gathers = std::max(1.0, core.layers_per_stage);
-    auto reduce = [&](const GroupShape& g, double grad_bytes, double param_bytes,
-                      CollectiveCost& grad, double& gather) {
-      if (grad_bytes <= 0) return;
-      const double n = buckets(grad_bytes);
-      grad = p.zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
-      grad.time *= n;
-      const double ng = p.zero >= 3 ? layer_gathers : n;
-      gather = ng * ring_all_gather(fab, g, param_bytes / ng).time;
-    };
-    CollectiveCost g_dense, g_expert;
-    double gather_dense = 0, gather_expert = 0;
-    reduce(sh.grad, core.dense_grad_bytes, core.dense_param_bytes, g_dense, gather_dense);
-    reduce(sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, g_expert, gather_expert);
-    e.algorithms[Dim::dp] = g_dense.algorithm;
-    const double grad = g_dense.time + g_expert.time;
-    const double gather = gather_dense + gather_expert;
-    const double window = j.overlap_grad_reduce ? t_compute * 2.0 / 3.0 : 0.0;
-    const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
-    auto overlapped = [&](double comm, double hide) {
-      return std::max(comm - hide, comm * last_bucket);
-    };
-    switch (p.zero) {
-      case 0:
-        e.time.dp = overlapped(grad, window);
-        e.comm.dp = grad;
-        break;
-      case 1:
-        e.time.dp = overlapped(grad, window) + gather;
-        e.comm.dp = grad + gather;
-        break;
-      case 2:
-        e.time.dp = mbs * overlapped(grad, window) + gather;
-        e.comm.dp = mbs * grad + gather;
-        break;
-      default:
-        e.time.dp = mbs * overlapped(grad + 2 * gather, j.overlap_grad_reduce ? t_compute : 0.0);
-        e.comm.dp = mbs * (grad + 2 * gather);
-        break;
-    }
-  }
+  e.time.tp = mbs * tp.exposed;
+  e.time.cp = mbs * cp.exposed;
+  e.time.ep = mbs * ep.comm.exposed;
+  e.time.bubble = pipe.bubble;
+  e.time.pp = pipe.exposed;
+  e.time.dp = dp.exposed;
   e.time.optimizer = core.optimizer_time;
+  e.comm.tp = mbs * tp.total;
+  e.comm.cp = mbs * cp.total;
+  e.comm.ep = mbs * ep.comm.total;
+  e.comm.pp = pipe.total;
+  e.comm.dp = dp.total;
   e.memory = core.memory;
   e.fits = core.fits;
 

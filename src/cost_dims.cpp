@@ -1,0 +1,144 @@
+#include "topoplan/cost_dims.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "topoplan/cost_model.hpp"
+
+namespace topoplan {
+
+CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
+                 bool sequence_parallel, bool overlap, const Calibration& cal) {
+  CommTime t;
+  if (tp.size <= 1) return t;
+  CollectiveCost one;
+  if (sequence_parallel) {
+    one = ring_all_gather(fab, tp, core.tp_bytes);
+    one.time += ring_reduce_scatter(fab, tp, core.tp_bytes).time;
+  } else {
+    one = all_reduce(fab, tp, core.tp_bytes);
+  }
+  t.algorithm = one.algorithm;
+  t.total = core.layers_per_stage * core.tp_per_layer * one.time;
+  t.exposed = overlap ? t.total * cal.tp_overlap_exposed_fraction : t.total;
+  return t;
+}
+
+CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab,
+                 Recompute recompute) {
+  CommTime t;
+  if (cp.size <= 1) return t;
+  const double step = fab.latency[cp.span_tier] + core.cp_bytes / ring_bandwidth(fab, cp);
+  const double fwd = fab.base_latency + (cp.size - 1) * step;
+  const double bwd = fab.base_latency + (cp.size - 1) * 2.0 * step;
+  const int fwd_passes = recompute == Recompute::full ? 2 : 1;
+  const double attn = core.t_attention_fwd;
+  t.exposed = core.layers_per_stage *
+              (fwd_passes * std::max(0.0, fwd - attn) + std::max(0.0, bwd - 2.0 * attn));
+  t.total = core.layers_per_stage * (fwd_passes * fwd + bwd);
+  t.algorithm = Algorithm::ring;
+  return t;
+}
+
+EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab) {
+  EpTime t;
+  if (ep.size <= 1 || core.moe_layers_per_stage <= 0) return t;
+  const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes);
+  const double count = core.moe_layers_per_stage * core.ep_per_layer;
+  t.comm = {count * one.time, count * one.time, one.algorithm};
+  const auto tiers = all_to_all_per_tier(fab, ep, core.ep_bytes);
+  for (int k = 0; k < Cluster::kMaxTiers; ++k) t.per_tier[k] = count * tiers[k];
+  return t;
+}
+
+CommTime pp_hop_time(const PlanCore& core, const GroupShape& pp, const GroupShape& tp,
+                     const Fabric& fab, bool sequence_parallel) {
+  CommTime t;
+  if (pp.size <= 1) return t;
+  const CollectiveCost one = send_recv(fab, pp.span_tier, core.pp_bytes);
+  t.algorithm = one.algorithm;
+  t.total = one.time;
+  if (tp.size > 1 && !sequence_parallel) t.total += ring_all_gather(fab, tp, core.tp_bytes).time;
+  t.exposed = t.total;
+  return t;
+}
+
+PipelineTime pipeline_time(double work, double hop, int pp, int vpp, int microbatches,
+                           bool overlap_p2p) {
+  PipelineTime t;
+  const double waits = overlap_p2p ? 0.0 : 2.0 * vpp * hop;  // per microbatch
+  t.per_microbatch = work + waits;
+  t.bubble = (pp - 1) * t.per_microbatch / vpp;
+  t.exposed = pp == 1        ? 0.0
+              : overlap_p2p ? 2.0 * (static_cast<double>(pp) * vpp - 1) * hop
+                            : microbatches * waits;
+  t.total = microbatches * 2.0 * vpp * hop;
+  return t;
+}
+
+namespace {
+
+/// One group's gradient reduction (all buckets) and parameter gather, seconds.
+struct DpParts {
+  CollectiveCost grad;
+  double gather = 0;
+};
+
+DpParts dp_parts(const PlanCore& core, const GroupShape& g, double grad_bytes, double param_bytes,
+                 const Fabric& fab, int zero, const Calibration& cal) {
+  DpParts out;
+  if (grad_bytes <= 0) return out;
+  // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
+  const double n = core.grad_bytes_per_param <= 0
+                       ? 1.0
+                       : std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param /
+                                                 cal.dp_bucket_params));
+  out.grad = zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
+  out.grad.time *= n;
+  const double ng = zero >= 3 ? std::max(1.0, core.layers_per_stage) : n;
+  out.gather = ng * ring_all_gather(fab, g, param_bytes / ng).time;
+  return out;
+}
+
+}  // namespace
+
+CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, int zero,
+                 double compute, bool overlap, const Calibration& cal) {
+  CommTime t;
+  const double params_gpu = core.params_gpu;
+  if ((sh.grad.size <= 1 && sh.expert_grad.size <= 1) || params_gpu <= 0) return t;
+  const DpParts dense =
+      dp_parts(core, sh.grad, core.dense_grad_bytes, core.dense_param_bytes, fab, zero, cal);
+  const DpParts expert =
+      dp_parts(core, sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, fab, zero, cal);
+  t.algorithm = dense.grad.algorithm;
+  const double grad = dense.grad.time + expert.grad.time;
+  const double gather = dense.gather + expert.gather;
+  const double window = overlap ? compute * kBackwardFraction : 0.0;
+  const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
+  auto overlapped = [&](double comm, double hide) {
+    return std::max(comm - hide, comm * last_bucket);
+  };
+  const int mbs = core.microbatches;
+  switch (zero) {
+    case 0:
+      t.exposed = overlapped(grad, window);
+      t.total = grad;
+      break;
+    case 1:
+      t.exposed = overlapped(grad, window) + gather;
+      t.total = grad + gather;
+      break;
+    case 2:
+      t.exposed = mbs * overlapped(grad, window) + gather;
+      t.total = mbs * grad + gather;
+      break;
+    default:
+      t.exposed = mbs * overlapped(grad + 2 * gather, overlap ? compute : 0.0);
+      t.total = mbs * (grad + 2 * gather);
+      break;
+  }
+  return t;
+}
+
+}  // namespace topoplan
