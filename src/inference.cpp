@@ -32,124 +32,174 @@ PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) 
   return PlanError::none;
 }
 
-InferenceEval evaluate_inference(const Cluster& c, const Model& m, const InferenceJob& j,
-                                 const Plan& p, const Mapping& map, const Calibration& cal) {
-  InferenceEval e;
-  const Fabric fab = make_fabric(c, cal);
-  const auto& k = m.counts;
-  const auto& gpu = c.gpu();
-  const int tp = p[Dim::tp], pp = p[Dim::pp];
-  e.replicas = p[Dim::dp];
-  for (Dim d : kDefaultOrder) e.shapes[d] = dimension_shape(c, map, d);
-  const GroupShape& tp_shape = e.shapes[Dim::tp];
-  const GroupShape& pp_shape = e.shapes[Dim::pp];
+namespace {
 
-  const double layers = static_cast<double>(m.spec.layers);
-  const double stage_layers = static_cast<double>((m.spec.layers + pp - 1) / pp);
-  const double h = static_cast<double>(m.spec.hidden);
-  const double act_bytes = 2.0;  // activations stay 16-bit
-  const double w_bytes = dtype_bytes(j.weight_dtype);
-  const double kv_bytes = dtype_bytes(j.kv_dtype);
-  const double peak = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0 ? gpu.peak_flops_fp8
-                                                                             : gpu.peak_flops;
-  const double gemm = peak * cal.gemm_efficiency[static_cast<int>(gpu.arch)];
-  const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
-  const double kv_split =
-      k.kv_cache_split ? std::min<double>(tp, static_cast<double>(m.spec.kv_heads)) : 1.0;
-  // KV cache per token per layer on one GPU: K and V for its share of the KV heads (MLA: the
-  // whole compressed latent on every TP rank).
-  const double kv_token_layer = k.kv_cache_elems * kv_bytes / kv_split;
-  const int ep = p[Dim::ep];
-  const double expert_layer = static_cast<double>(k.layer_expert_params);  // routed, per layer
-  const double dense_layer = static_cast<double>(k.layer_params) - expert_layer;
-  // Held per GPU: dense weights split over tp, routed experts over ep x tp.
-  const double layer_weights = (dense_layer / tp + expert_layer / (tp * ep)) * w_bytes;
-  const double head_weights = static_cast<double>(m.spec.vocab * m.spec.hidden) / tp * w_bytes;
+/// What the parts of a serving step share: the groups on the fabric, the rates, and the per-GPU
+/// sizes of the weights and the KV cache.
+struct Serving {
+  const Model& m;
+  const InferenceJob& j;
+  const Calibration& cal;
+  Fabric fab;
+  GroupShape tp_shape, pp_shape, ep_shape;
+  int tp = 1, pp = 1, ep = 1;
+  double layers = 0, stage_layers = 0, h = 0;
+  double act_bytes = 2.0;  ///< activations stay 16-bit
+  double w_bytes = 0, gemm = 0, hbm = 0;
+  double kv_token_layer = 0;              ///< KV cache bytes per token per layer on one GPU
+  double dense_layer = 0, expert_layer = 0;  ///< parameters per layer (routed experts apart)
+  double layer_weights = 0, head_weights = 0;  ///< bytes held per GPU
+  double batch = 0, prompt = 0, tokens = 0;    ///< prefill: batch x prompt tokens
+  double micro = 0;  ///< decode: sequences per pipeline micro-batch
 
-  auto tp_all_reduce = [&](double bytes) {
+  /// A TP all-reduce in the serving loop: the cheaper of NCCL's choice and one-shot, plus the
+  /// calibrated per-collective overhead.
+  [[nodiscard]] CollectiveCost tp_all_reduce(double bytes) const {
     if (tp <= 1) return CollectiveCost{};
     CollectiveCost best = all_reduce(fab, tp_shape, bytes);
     CollectiveCost one = one_shot_all_reduce(fab, tp_shape, bytes);
     if (one.time < best.time) best = one;
     best.time += cal.decode_collective_overhead;
     return best;
-  };
-  auto hop = [&](double bytes) { return pp > 1 ? send_recv(fab, pp_shape.span_tier, bytes).time : 0.0; };
+  }
+  [[nodiscard]] double hop(double bytes) const {
+    return pp > 1 ? send_recv(fab, pp_shape.span_tier, bytes).time : 0.0;
+  }
+};
 
-  // Prefill: the whole batch's prompts through every stage in turn.
-  const double batch = static_cast<double>(j.batch);
-  const double prompt = static_cast<double>(j.prompt_len);
-  const double tokens = batch * prompt;
-  const double n_min = std::min({k.q_dim / tp, k.min_ffn / tp, tokens});
-  const double rate = gemm * n_min / (n_min + cal.gemm_half_dim);
+Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, const Plan& p,
+                     const Mapping& map, const Calibration& cal) {
+  Serving s{m, j, cal, make_fabric(c, cal), {}, {}, {}};
+  const auto& k = m.counts;
+  const auto& gpu = c.gpu();
+  s.tp = p[Dim::tp];
+  s.pp = p[Dim::pp];
+  s.ep = p[Dim::ep];
+  s.tp_shape = dimension_shape(c, map, Dim::tp);
+  s.pp_shape = dimension_shape(c, map, Dim::pp);
+  s.ep_shape = dimension_shape(c, map, Dim::ep);
+  s.layers = static_cast<double>(m.spec.layers);
+  s.stage_layers = static_cast<double>(topoplan::stage_layers(m.spec.layers, s.pp).max());
+  s.h = static_cast<double>(m.spec.hidden);
+  s.w_bytes = dtype_bytes(j.weight_dtype);
+  const double peak = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0 ? gpu.peak_flops_fp8
+                                                                             : gpu.peak_flops;
+  s.gemm = peak * cal.gemm_efficiency[static_cast<int>(gpu.arch)];
+  s.hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
+  // K and V for this GPU's share of the KV heads (MLA: the whole latent on every TP rank).
+  const double kv_split =
+      k.kv_cache_split ? std::min<double>(s.tp, static_cast<double>(m.spec.kv_heads)) : 1.0;
+  s.kv_token_layer = k.kv_cache_elems * dtype_bytes(j.kv_dtype) / kv_split;
+  s.expert_layer = static_cast<double>(k.layer_expert_params);
+  s.dense_layer = static_cast<double>(k.layer_params) - s.expert_layer;
+  // Held per GPU: dense weights split over tp, routed experts over ep x tp.
+  s.layer_weights = (s.dense_layer / s.tp + s.expert_layer / (s.tp * s.ep)) * s.w_bytes;
+  s.head_weights = static_cast<double>(m.spec.vocab * m.spec.hidden) / s.tp * s.w_bytes;
+  s.batch = static_cast<double>(j.batch);
+  s.prompt = static_cast<double>(j.prompt_len);
+  s.tokens = s.batch * s.prompt;
+  s.micro = std::max(1.0, s.batch / s.pp);
+  return s;
+}
+
+/// Prefill: the whole batch's prompts through every stage in turn.
+PrefillBreakdown prefill(const Serving& s) {
+  const auto& k = s.m.counts;
+  const double n_min = std::min({k.q_dim / s.tp, k.min_ffn / s.tp, s.tokens});
+  const double rate = s.gemm * n_min / (n_min + s.cal.gemm_half_dim);
   const double fwd_flops =  // causal attention: a prompt token sees prompt/2 keys on average
-      tokens * (layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * prompt / 2) +
-                k.logits_flops) / tp;
-  const double elem = tokens * layers *
-                      (cal.elementwise_hidden_passes * h + (m.spec.gated_mlp ? 3.0 : 2.0) *
-                                                               k.active_ffn / tp) *
-                      act_bytes / hbm;
-  e.prefill.compute = fwd_flops / rate + elem;
-  e.prefill.overhead = layers * cal.decode_layer_overhead;
-  const CollectiveCost prefill_ar = tp_all_reduce(tokens * h * act_bytes);
-  e.prefill.tp = 2.0 * layers * prefill_ar.time;
-  e.prefill.pp = (pp - 1) * hop(tokens * h * act_bytes);
-  e.ttft = e.prefill.total();
+      s.tokens * (s.layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * s.prompt / 2) +
+                  k.logits_flops) / s.tp;
+  const double elem = s.tokens * s.layers *
+                      (s.cal.elementwise_hidden_passes * s.h +
+                       (s.m.spec.gated_mlp ? 3.0 : 2.0) * k.active_ffn / s.tp) *
+                      s.act_bytes / s.hbm;
+  PrefillBreakdown out;
+  out.compute = fwd_flops / rate + elem;
+  out.overhead = s.layers * s.cal.decode_layer_overhead;
+  out.tp = 2.0 * s.layers * s.tp_all_reduce(s.tokens * s.h * s.act_bytes).time;
+  out.pp = (s.pp - 1) * s.hop(s.tokens * s.h * s.act_bytes);
+  return out;
+}
 
-  // Decode: pp stages work on pp micro-batches of batch/pp sequences at once; one sequence's
-  // token passes every stage. Per stage: read its weights and its micro-batch's KV cache (or
-  // compute, if longer), the per-layer overhead, 2 all-reduces per layer.
-  const double micro = std::max(1.0, batch / pp);
-  const double context = prompt + static_cast<double>(j.output_len) / 2.0;
-  const double stage_weights = stage_layers * layer_weights + head_weights;  // last stage: head
+/// Decode: pp stages work on pp micro-batches of batch/pp sequences at once; one sequence's
+/// token passes every stage. Per stage: read its weights and its micro-batch's KV cache (or
+/// compute, if longer), the per-layer overhead, 2 all-reduces per layer.
+void decode(const Serving& s, InferenceEval& e) {
+  const auto& k = s.m.counts;
+  const double context = s.prompt + static_cast<double>(s.j.output_len) / 2.0;
   // Read per step: dense weights, and of the experts only those the step's tokens activate (the
   // EP group serves ep micro-batches; each token picks top_k experts).
   double expert_read_fraction = 1.0;
-  if (m.spec.moe())
-    expert_read_fraction = std::min(1.0, ep * micro * static_cast<double>(m.spec.top_k) /
-                                             static_cast<double>(m.spec.experts));
-  const double stage_read = stage_layers * (dense_layer / tp + expert_read_fraction * expert_layer / (tp * ep)) * w_bytes +
-                            head_weights;
-  const double stage_kv = micro * context * stage_layers * kv_token_layer;
+  if (s.m.spec.moe())
+    expert_read_fraction = std::min(1.0, s.ep * s.micro * static_cast<double>(s.m.spec.top_k) /
+                                             static_cast<double>(s.m.spec.experts));
+  const double stage_read =
+      s.stage_layers *
+          (s.dense_layer / s.tp + expert_read_fraction * s.expert_layer / (s.tp * s.ep)) *
+          s.w_bytes +
+      s.head_weights;
+  const double stage_kv = s.micro * context * s.stage_layers * s.kv_token_layer;
   const double stage_flops =
-      micro * (stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
-               k.logits_flops) / tp;
-  const double decode_rate = gemm * std::min(1.0, micro / (micro + cal.gemm_half_dim));
-  const double stage_memory = std::max((stage_read + stage_kv) / hbm, stage_flops / decode_rate);
-  const CollectiveCost decode_ar = tp_all_reduce(micro * h * act_bytes);
+      s.micro * (s.stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
+                 k.logits_flops) / s.tp;
+  const double decode_rate = s.gemm * std::min(1.0, s.micro / (s.micro + s.cal.gemm_half_dim));
+  const double stage_time = std::max((stage_read + stage_kv) / s.hbm, stage_flops / decode_rate);
+  const CollectiveCost decode_ar = s.tp_all_reduce(s.micro * s.h * s.act_bytes);
   e.tp_algorithm = decode_ar.algorithm;
-  e.decode.memory = pp * stage_memory;
-  e.weight_read = pp * stage_read / hbm;
-  e.kv_read = pp * stage_kv / hbm;
-  e.decode.overhead = layers * cal.decode_layer_overhead;
-  e.decode.tp = 2.0 * layers * decode_ar.time;
-  e.decode.pp = (pp - 1) * hop(micro * h * act_bytes);
-  // EP: every MoE layer dispatches each token's hidden vector to its top_k experts and combines
-  // the results: 2 all-to-alls per MoE layer per step (prefill: over the prompt's tokens).
-  if (ep > 1 && k.moe_layers > 0) {
-    const GroupShape& g = e.shapes[Dim::ep];
-    const double topk = static_cast<double>(m.spec.top_k);
-    const double moe_layers = static_cast<double>(k.moe_layers);
-    e.decode.ep = 2.0 * moe_layers *
-                  (all_to_all(fab, g, micro * topk * h * act_bytes).time + cal.decode_collective_overhead);
-    e.prefill.ep = 2.0 * moe_layers * all_to_all(fab, g, tokens / tp * topk * h * act_bytes).time;
-    e.ttft = e.prefill.total();
-  }
+  e.decode.memory = s.pp * stage_time;
+  e.weight_read = s.pp * stage_read / s.hbm;
+  e.kv_read = s.pp * stage_kv / s.hbm;
+  e.decode.overhead = s.layers * s.cal.decode_layer_overhead;
+  e.decode.tp = 2.0 * s.layers * decode_ar.time;
+  e.decode.pp = (s.pp - 1) * s.hop(s.micro * s.h * s.act_bytes);
+}
+
+/// EP: every MoE layer dispatches each token's hidden vector to its top_k experts and combines
+/// the results: 2 all-to-alls per MoE layer per step (prefill: over the prompt's tokens).
+void expert_all_to_alls(const Serving& s, InferenceEval& e) {
+  const auto& k = s.m.counts;
+  if (s.ep <= 1 || k.moe_layers <= 0) return;
+  const double topk = static_cast<double>(s.m.spec.top_k);
+  const double moe_layers = static_cast<double>(k.moe_layers);
+  e.decode.ep = 2.0 * moe_layers *
+                (all_to_all(s.fab, s.ep_shape, s.micro * topk * s.h * s.act_bytes).time +
+                 s.cal.decode_collective_overhead);
+  e.prefill.ep =
+      2.0 * moe_layers * all_to_all(s.fab, s.ep_shape, s.tokens / s.tp * topk * s.h * s.act_bytes).time;
+}
+
+/// Memory per GPU on the most loaded stage: weights, KV cache for the batch at full length, the
+/// prefill's activations and logits, and the reserve.
+void serving_memory(const Serving& s, const GpuSpec& gpu, InferenceEval& e) {
+  e.memory_weights = s.stage_layers * s.layer_weights + s.head_weights;  // last stage: head
+  e.memory_kv = s.batch * (s.prompt + static_cast<double>(s.j.output_len)) * s.stage_layers *
+                s.kv_token_layer;
+  const double prefill_act = s.tokens * (4.0 * s.h + 2.0 * s.m.counts.active_ffn / s.tp) * s.act_bytes;
+  const double logits = s.batch * static_cast<double>(s.m.spec.vocab) / s.tp * 4.0;
+  e.memory_other = prefill_act + logits + s.cal.reserved_bytes;
+  e.fits = e.memory_total() <= gpu.memory_bytes;
+}
+
+}  // namespace
+
+InferenceEval evaluate_inference(const Cluster& c, const Model& m, const InferenceJob& j,
+                                 const Plan& p, const Mapping& map, const Calibration& cal) {
+  InferenceEval e;
+  e.replicas = p[Dim::dp];
+  for (Dim d : kDefaultOrder) e.shapes[d] = dimension_shape(c, map, d);
+  const Serving s = make_serving(c, m, j, p, map, cal);
+  e.prefill = prefill(s);
+  decode(s, e);
+  expert_all_to_alls(s, e);
+  e.ttft = e.prefill.total();
   e.token_latency = e.decode.total();
   e.end_to_end = e.ttft + (static_cast<double>(j.output_len) - 1) * e.token_latency;
-  e.tokens_per_s = batch * static_cast<double>(j.output_len) / e.end_to_end;
-  e.tokens_per_s_per_gpu = e.tokens_per_s / (tp * pp);
-  e.decode_tokens_per_s = batch / e.token_latency;
+  e.tokens_per_s = s.batch * static_cast<double>(j.output_len) / e.end_to_end;
+  e.tokens_per_s_per_gpu = e.tokens_per_s / (s.tp * s.pp);
+  e.decode_tokens_per_s = s.batch / e.token_latency;
   e.comm_share = (e.decode.tp + e.decode.pp + e.decode.ep) / e.token_latency;
-
-  // Memory per GPU on the most loaded stage: weights, KV cache for the batch at full length,
-  // the prefill's activations and logits, and the reserve.
-  e.memory_weights = stage_weights;
-  e.memory_kv = batch * (prompt + static_cast<double>(j.output_len)) * stage_layers * kv_token_layer;
-  const double prefill_act = tokens * (4.0 * h + 2.0 * k.active_ffn / tp) * act_bytes;
-  const double logits = batch * static_cast<double>(m.spec.vocab) / tp * 4.0;
-  e.memory_other = prefill_act + logits + cal.reserved_bytes;
-  e.fits = e.memory_total() <= gpu.memory_bytes;
+  serving_memory(s, c.gpu(), e);
   return e;
 }
 
