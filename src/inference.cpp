@@ -19,15 +19,9 @@ const char* to_string(Objective o) { return o == Objective::latency ? "latency" 
 PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) {
   if (p[Dim::cp] != 1) return PlanError::unsupported_dim;  // CP is for training here
   if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
-  if (p[Dim::ep] > 1) {  // experts spread over the same TP rank of ep replicas
-    if (!m.spec.moe()) return PlanError::ep_dense;
-    if (m.spec.experts % p[Dim::ep] != 0) return PlanError::ep_experts;
-    if (p[Dim::dp] % p[Dim::ep] != 0) return PlanError::ep_dp;
-  }
-  const int tp = p[Dim::tp];
-  if (m.spec.heads % tp != 0) return PlanError::tp_heads;
-  if (m.spec.kv_heads % tp != 0 && tp % m.spec.kv_heads != 0) return PlanError::tp_kv_heads;
-  if (m.spec.ffn % tp != 0) return PlanError::tp_ffn;
+  // Experts spread over the same TP rank of ep replicas; TP may replicate the KV heads.
+  for (PlanError e : {ep_rule(m.spec, p[Dim::ep], p[Dim::dp]), tp_rule(m.spec, p[Dim::tp], true)})
+    if (e != PlanError::none) return e;
   if (p[Dim::pp] > m.spec.layers) return PlanError::pp_layers;
   return PlanError::none;
 }

@@ -1,25 +1,41 @@
 // Which plans can run at all: the divisibility and layout rules, and their one-line messages.
 #include <fmt/format.h>
 
-#include "topoplan/cost_model.hpp"
+#include "topoplan/plan_check.hpp"
+
+#include "topoplan/mapping.hpp"
 
 namespace topoplan {
+
+PlanError tp_rule(const ModelSpec& m, int tp, bool kv_replication) {
+  if (m.heads % tp != 0) return PlanError::tp_heads;
+  if (m.kv_heads % tp != 0 && !(kv_replication && tp % m.kv_heads == 0))
+    return PlanError::tp_kv_heads;
+  if (m.ffn % tp != 0 || (m.moe() && m.expert_ffn % tp != 0)) return PlanError::tp_ffn;
+  return PlanError::none;
+}
+
+PlanError cp_rule(std::int64_t seq_len, int cp) {
+  return cp > 1 && seq_len % (2 * cp) != 0 ? PlanError::cp_seq : PlanError::none;
+}
+
+PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks) {
+  if (ep <= 1) return PlanError::none;
+  if (!m.moe()) return PlanError::ep_dense;
+  if (m.experts % ep != 0) return PlanError::ep_experts;
+  if (ep_ranks % ep != 0) return PlanError::ep_dp;
+  return PlanError::none;
+}
 
 PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
   const std::int64_t target = j.gpus > 0 ? j.gpus : c.gpu_count();
   if (target > c.gpu_count()) return PlanError::gpus;
   if (p.world() != target) return PlanError::world_mismatch;
-  const int tp = p[Dim::tp], cp = p[Dim::cp], ep = p[Dim::ep];
-  if (m.spec.heads % tp != 0) return PlanError::tp_heads;
-  if (m.spec.kv_heads % tp != 0) return PlanError::tp_kv_heads;
-  if (m.spec.ffn % tp != 0 || (m.spec.moe() && m.spec.expert_ffn % tp != 0)) return PlanError::tp_ffn;
-  if (cp > 1 && j.seq_len % (2 * cp) != 0) return PlanError::cp_seq;
-  if (ep > 1) {
-    if (!m.spec.moe()) return PlanError::ep_dense;
-    if (m.spec.experts % ep != 0) return PlanError::ep_experts;
-    if ((static_cast<std::int64_t>(p[Dim::dp]) * cp) % ep != 0) return PlanError::ep_dp;
-    if (expert_pp_mismatch(p)) return PlanError::ep_order;
-  }
+  const int cp = p[Dim::cp], ep = p[Dim::ep];
+  for (PlanError e : {tp_rule(m.spec, p[Dim::tp]), cp_rule(j.seq_len, cp),
+                      ep_rule(m.spec, ep, static_cast<std::int64_t>(p[Dim::dp]) * cp)})
+    if (e != PlanError::none) return e;
+  if (ep > 1 && expert_pp_mismatch(p)) return PlanError::ep_order;
   const std::int64_t stages = static_cast<std::int64_t>(p[Dim::pp]) * p.vpp;
   if (p.vpp < 1 || stages > m.spec.layers) return PlanError::pp_layers;
   if (p.vpp > 1 && m.spec.layers % stages != 0) return PlanError::pp_layers;
@@ -62,56 +78,56 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
     case PlanError::none: return "ok";
     case PlanError::world_mismatch:
       if (p[Dim::cp] > 1)
-        return fmt::format("--tp/--cp/--pp/--dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
+        return fmt::format("tp/cp/pp/dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
                            p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
                            j.gpus > 0 ? j.gpus : c.gpu_count());
-      return fmt::format("--tp/--pp/--dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp],
-                         p[Dim::dp], p.world(), j.gpus > 0 ? "--gpus is" : "the cluster has",
+      return fmt::format("tp/pp/dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp],
+                         p[Dim::dp], p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
                          j.gpus > 0 ? j.gpus : c.gpu_count());
     case PlanError::gpus:
-      return fmt::format("--gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
+      return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
     case PlanError::tp_heads:
-      return fmt::format("--tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
+      return fmt::format("tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
                          m.spec.heads);
     case PlanError::tp_kv_heads:
-      return fmt::format("--tp: {} does not divide {}'s {} key/value heads", tp, m.spec.name,
+      return fmt::format("tp: {} does not divide {}'s {} key/value heads", tp, m.spec.name,
                          m.spec.kv_heads);
     case PlanError::tp_ffn:
-      return fmt::format("--tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
+      return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
                          m.spec.ffn);
     case PlanError::pp_layers:
       if (p.vpp > 1)
-        return fmt::format("--vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp],
+        return fmt::format("vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp],
                            p.vpp, m.spec.name, m.spec.layers);
-      return fmt::format("--pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
+      return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
                          m.spec.layers);
     case PlanError::vpp_microbatches:
-      return fmt::format("--vpp: the interleaved schedule needs the {} microbatches per pipeline "
+      return fmt::format("vpp: the interleaved schedule needs the {} microbatches per pipeline "
                          "to be a multiple of pp {}",
                          j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch),
                          p[Dim::pp]);
     case PlanError::batch:
-      return fmt::format("--micro-batch: dp {} x micro-batch {} does not divide the global batch {}",
+      return fmt::format("micro_batch: dp {} x micro-batch {} does not divide the global batch {}",
                          p[Dim::dp], p.micro_batch, j.global_batch);
     case PlanError::unsupported_dim:
-      return "--ep: expert parallelism is not modelled for inference yet";
+      return "ep: expert parallelism is not modelled for inference yet";
     case PlanError::cp_seq:
-      return fmt::format("--cp: 2 x cp = {} does not divide the sequence length {}",
+      return fmt::format("cp: 2 x cp = {} does not divide the sequence length {}",
                          2 * p[Dim::cp], j.seq_len);
     case PlanError::ep_dense:
-      return fmt::format("--ep: {} is a dense model (no experts)", m.spec.name);
+      return fmt::format("ep: {} is a dense model (no experts)", m.spec.name);
     case PlanError::ep_experts:
-      return fmt::format("--ep: {} does not divide {}'s {} experts", p[Dim::ep], m.spec.name,
+      return fmt::format("ep: {} does not divide {}'s {} experts", p[Dim::ep], m.spec.name,
                          m.spec.experts);
     case PlanError::ep_dp:
-      return fmt::format("--ep: {} does not divide dp x cp = {}", p[Dim::ep],
+      return fmt::format("ep: {} does not divide dp x cp = {}", p[Dim::ep],
                          p[Dim::dp] * p[Dim::cp]);
     case PlanError::ep_order:
-      return fmt::format("--order: with {} expert layers (ep {}) would get other pipeline groups "
+      return fmt::format("order: with {} expert layers (ep {}) would get other pipeline groups "
                          "than dense layers (cp {}); Megatron-LM requires them equal",
                          order_string(p.order), p[Dim::ep], p[Dim::cp]);
     case PlanError::zero_stage:
-      return fmt::format("--zero: expected 0, 1, 2 or 3, got {}", p.zero);
+      return fmt::format("zero: expected 0, 1, 2 or 3, got {}", p.zero);
   }
   return "?";
 }

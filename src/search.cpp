@@ -268,13 +268,13 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   std::vector<Plan> configs;
   Partial pre;
   for (int tp : degree_options(n, fixed(Dim::tp), max(Dim::tp))) {
-    if (m.spec.heads % tp || m.spec.kv_heads % tp) {
-      pre.reject(m.spec.heads % tp ? PlanError::tp_heads : PlanError::tp_kv_heads);
+    if (const PlanError e = tp_rule(m.spec, tp); e != PlanError::none) {
+      pre.reject(e);
       continue;
     }
     for (int cp : degree_options(n / tp, fixed(Dim::cp), max(Dim::cp))) {
-      if (cp > 1 && j.seq_len % (2 * cp)) {
-        pre.reject(PlanError::cp_seq);
+      if (const PlanError e = cp_rule(j.seq_len, cp); e != PlanError::none) {
+        pre.reject(e);
         continue;
       }
       if (cp > 1 && !fixed(Dim::cp) && j.seq_len / cp < opt.min_cp_tokens) continue;
@@ -287,8 +287,9 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
         else if (fixed(Dim::ep) > 1) pre.reject(PlanError::ep_dense);
         for (int ep : eps) {
           if (fixed(Dim::ep) && ep != fixed(Dim::ep)) continue;
-          if (m.spec.moe() && m.spec.experts % ep) {
-            pre.reject(PlanError::ep_experts);
+          if (const PlanError e = ep_rule(m.spec, ep, static_cast<std::int64_t>(dp) * cp);
+              e != PlanError::none) {
+            pre.reject(e);
             continue;
           }
           Plan p;

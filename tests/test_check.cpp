@@ -69,7 +69,7 @@ TEST_CASE("check reports memory and invalid degrees as errors") {
   CheckResult inv = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
   REQUIRE(find(inv, "invalid-degrees"));
   CHECK(find(inv, "invalid-degrees")->message ==
-        "--micro-batch: dp 8 x micro-batch 3 does not divide the global batch 512");
+        "micro_batch: dp 8 x micro-batch 3 does not divide the global batch 512");
   CHECK_FALSE(inv.eval);
 }
 

@@ -143,9 +143,9 @@ TEST_CASE("invalid plans are rejected with a one-line reason") {
   CHECK(check_plan(c, m, j, plan(8, 4, 2)) == PlanError::world_mismatch);
   CHECK(check_plan(c, m, j, plan(8, 1, 16, 64)) == PlanError::batch);
   CHECK(describe(PlanError::tp_heads, c, m, j, plan(128, 1, 1)) ==
-        "--tp: 128 does not divide llama3-70b's 64 attention heads");
+        "tp: 128 does not divide llama3-70b's 64 attention heads");
   CHECK(describe(PlanError::world_mismatch, c, m, j, plan(8, 4, 2)) ==
-        "--tp/--pp/--dp: 8 x 4 x 2 = 64 GPUs, but the cluster has 128");
+        "tp/pp/dp: 8 x 4 x 2 = 64 GPUs, but the cluster has 128");
 }
 
 TEST_CASE("the bubble shrinks as the global batch grows") {

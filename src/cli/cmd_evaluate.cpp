@@ -22,7 +22,7 @@ int run_inference_evaluate(const EvaluateArgs& a) {
   InferenceJob job = inference_job(io, a.inf);
   PlanError err = check_inference_plan(r.in.cluster, r.in.model, r.plan);
   if (err != PlanError::none)
-    throw InputError(describe(err, r.in.cluster, r.in.model, r.in.job, r.plan));
+    throw_plan_error(err, r);
   InferenceEval e = evaluate_inference(r.in.cluster, r.in.model, job, r.plan, r.mapping, r.in.cal);
   InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
   write_output(a.out.path, a.out.format == "json" ? inference_json(ctx, r.plan, e)
@@ -35,7 +35,7 @@ int run_evaluate(const EvaluateArgs& a) {
   Resolved r = resolve_plan(a.in, a.plan);
   PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none)
-    throw InputError(describe(err, r.in.cluster, r.in.model, r.in.job, r.plan));
+    throw_plan_error(err, r);
   Evaluation e = evaluate(r.in.cluster, r.in.model, r.in.job, r.plan, r.mapping, r.in.cal);
   RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
   write_output(a.out.path, a.out.format == "json" ? evaluation_json(ctx, r.plan, e)

@@ -21,17 +21,10 @@ struct ExportArgs {
 
 int run_export(const ExportArgs& a) {
   Resolved r = resolve_plan(a.in, a.plan);
-  PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
-  if (err != PlanError::none && err != PlanError::unsupported_dim)
-    throw InputError(describe(err, r.in.cluster, r.in.model, r.in.job, r.plan));
-  if (r.plan[Dim::ep] > 1 && (r.plan[Dim::cp] * r.plan[Dim::dp]) % r.plan[Dim::ep] != 0)
-    throw_input("--ep", "", fmt::format("{} does not divide cp x dp = {}", r.plan[Dim::ep],
-                                        r.plan[Dim::cp] * r.plan[Dim::dp]));
-  if (r.plan[Dim::ep] > 1 && expert_pp_mismatch(r.plan))
-    throw_input("--ep", "",
-                fmt::format("with order {} expert layers (ep {}) would get other pipeline groups "
-                            "than dense layers (cp {}); Megatron-LM requires them equal",
-                            order_string(r.plan.order), r.plan[Dim::ep], r.plan[Dim::cp]));
+  // The same rules as evaluate and check (plan_check.hpp).
+  const PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
+  if (err != PlanError::none)
+    throw_plan_error(err, r);
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) hosts = load_hosts_file(a.hosts_file, r.in.cluster.spec().nodes);
   RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));

@@ -163,6 +163,17 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   return in;
 }
 
+void throw_plan_error(PlanError e, const Resolved& r) {
+  const std::string msg = describe(e, r.in.cluster, r.in.model, r.in.job, r.plan);
+  const auto colon = msg.find(": ");
+  std::string flags;
+  for (char ch : msg.substr(0, colon)) {
+    if (flags.empty() || flags.back() == '/') flags += "--";
+    flags += ch == '_' ? '-' : ch;
+  }
+  throw InputError(flags + msg.substr(colon));
+}
+
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     std::cout << text << std::flush;

@@ -102,6 +102,9 @@ void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::
 /// Loads inputs (defaults from the plan's source where flags leave them open) and builds the
 /// plan and its mapping. InputError for conflicting or invalid sources.
 [[nodiscard]] Resolved resolve_plan(const InputOptions& io, const PlanOptions& po);
+/// InputError for a plan that cannot run: the core's explanation with its fields shown as the
+/// flags that set them ("tp/pp/dp: ..." -> "--tp/--pp/--dp: ...").
+[[noreturn]] void throw_plan_error(PlanError e, const Resolved& r);
 /// Writes to stdout, or to a file through a temporary file and a rename.
 void write_output(const std::string& path, const std::string& text);
 
