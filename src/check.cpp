@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "topoplan/report.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {

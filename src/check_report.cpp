@@ -1,7 +1,10 @@
+#include "topoplan/check_report.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "topoplan/check.hpp"
+#include "detail/report_json.hpp"
+#include "topoplan/report.hpp"
 
 namespace topoplan {
 namespace {
@@ -96,21 +99,14 @@ std::string check_text(const InferenceContext& ctx, const CheckResult& r) {
 
 std::string check_json(const InferenceContext& ctx, const CheckResult& r) {
   auto j = findings_json(r);
-  j["plan"] = r.inference ? nlohmann::ordered_json::parse(inference_json(ctx, r.plan, *r.inference))
-                          : nlohmann::ordered_json(nullptr);
+  j["plan"] = r.inference ? detail::to_json(ctx, r.plan, *r.inference) : nlohmann::ordered_json(nullptr);
   return j.dump(2) + "\n";
 }
 
 std::string check_json(const RunContext& ctx, const CheckResult& r) {
   using nlohmann::ordered_json;
-  ordered_json j;
-  j["schema"] = kCheckSchema;
-  j["passed"] = r.passed();
-  ordered_json findings = ordered_json::array();
-  for (const auto& f : r.findings)
-    findings.push_back({{"rule", f.rule}, {"severity", to_string(f.severity)}, {"message", f.message}});
-  j["findings"] = findings;
-  j["plan"] = r.eval ? ordered_json::parse(evaluation_json(ctx, r.plan, *r.eval)) : ordered_json(nullptr);
+  auto j = findings_json(r);
+  j["plan"] = r.eval ? detail::to_json(ctx, r.plan, *r.eval) : ordered_json(nullptr);
   j["best_same_degrees_step_time_s"] =
       r.best_same_degrees ? ordered_json(r.best_same_degrees->eval.step_time) : ordered_json(nullptr);
   j["best_overall_step_time_s"] =

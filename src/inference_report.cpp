@@ -3,7 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
-#include "topoplan/inference.hpp"
+#include "detail/report_json.hpp"
+#include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/units.hpp"
 
@@ -16,52 +17,6 @@ using detail::sig;
 
 double ms(double s) { return sig(s * 1e3); }
 
-ordered_json object(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
-  const auto& c = ctx.cluster;
-  ordered_json j;
-  detail::put_inputs(j, kInferenceSchema, c, ctx.model);
-  j["workload"] = {{"prompt_len", ctx.job.prompt_len},
-                   {"output_len", ctx.job.output_len},
-                   {"batch", ctx.job.batch},
-                   {"weight_dtype", to_string(ctx.job.weight_dtype)},
-                   {"kv_dtype", to_string(ctx.job.kv_dtype)}};
-  j["tp"] = p[Dim::tp];
-  j["pp"] = p[Dim::pp];
-  j["ep"] = p[Dim::ep];
-  j["dp"] = p[Dim::dp];
-  j["replicas"] = e.replicas;
-  j["order"] = order_string(p.order);
-  j["fits"] = e.fits;
-  j["ttft_ms"] = ms(e.ttft);
-  j["token_latency_ms"] = ms(e.token_latency);
-  j["end_to_end_ms"] = ms(e.end_to_end);
-  j["tokens_per_s"] = sig(e.tokens_per_s);
-  j["tokens_per_s_per_gpu"] = sig(e.tokens_per_s_per_gpu);
-  j["decode_tokens_per_s"] = sig(e.decode_tokens_per_s);
-  j["comm_share"] = sig(e.comm_share);
-  j["decode_ms"] = {{"memory", ms(e.decode.memory)},
-                    {"weights_read", ms(e.weight_read)},
-                    {"kv_read", ms(e.kv_read)},
-                    {"overhead", ms(e.decode.overhead)},
-                    {"tp", ms(e.decode.tp)},
-                    {"pp", ms(e.decode.pp)},
-                    {"ep", ms(e.decode.ep)}};
-  j["prefill_ms"] = {{"compute", ms(e.prefill.compute)},
-                     {"overhead", ms(e.prefill.overhead)},
-                     {"tp", ms(e.prefill.tp)},
-                     {"pp", ms(e.prefill.pp)},
-                     {"ep", ms(e.prefill.ep)}};
-  j["tp_algorithm"] = to_string(e.tp_algorithm);
-  j["tiers"] = {{"tp", span_name(c, e.shapes[Dim::tp])},
-                {"pp", span_name(c, e.shapes[Dim::pp])},
-                {"ep", span_name(c, e.shapes[Dim::ep])}};
-  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory_weights))},
-                     {"kv_cache", sig(units::to_GiB(e.memory_kv))},
-                     {"other", sig(units::to_GiB(e.memory_other))},
-                     {"total", sig(units::to_GiB(e.memory_total()))},
-                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes))}};
-  return j;
-}
 
 std::string header(const InferenceContext& ctx) {
   const auto& c = ctx.cluster;
@@ -128,7 +83,7 @@ std::string inference_text(const InferenceContext& ctx, const Plan& p, const Inf
 }
 
 std::string inference_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
-  return object(ctx, p, e).dump(2) + "\n";
+  return detail::to_json(ctx, p, e).dump(2) + "\n";
 }
 
 std::string inference_search_text(const InferenceContext& ctx, const InferenceSearchResult& r,
@@ -166,9 +121,62 @@ std::string inference_search_json(const InferenceContext& ctx, const InferenceSe
   j["out_of_memory"] = r.out_of_memory;
   j["over_bounds"] = r.over_bounds;
   auto plans = ordered_json::array();
-  for (const auto& c : r.top) plans.push_back(object(ctx, c.plan, c.eval));
+  for (const auto& c : r.top) plans.push_back(detail::to_json(ctx, c.plan, c.eval));
   j["plans"] = plans;
   return j.dump(2) + "\n";
 }
 
 }  // namespace topoplan
+
+namespace topoplan::detail {
+
+using nlohmann::ordered_json;
+
+ordered_json to_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
+  const auto& c = ctx.cluster;
+  ordered_json j;
+  detail::put_inputs(j, kInferenceSchema, c, ctx.model);
+  j["workload"] = {{"prompt_len", ctx.job.prompt_len},
+                   {"output_len", ctx.job.output_len},
+                   {"batch", ctx.job.batch},
+                   {"weight_dtype", to_string(ctx.job.weight_dtype)},
+                   {"kv_dtype", to_string(ctx.job.kv_dtype)}};
+  j["tp"] = p[Dim::tp];
+  j["pp"] = p[Dim::pp];
+  j["ep"] = p[Dim::ep];
+  j["dp"] = p[Dim::dp];
+  j["replicas"] = e.replicas;
+  j["order"] = order_string(p.order);
+  j["fits"] = e.fits;
+  j["ttft_ms"] = ms(e.ttft);
+  j["token_latency_ms"] = ms(e.token_latency);
+  j["end_to_end_ms"] = ms(e.end_to_end);
+  j["tokens_per_s"] = sig(e.tokens_per_s);
+  j["tokens_per_s_per_gpu"] = sig(e.tokens_per_s_per_gpu);
+  j["decode_tokens_per_s"] = sig(e.decode_tokens_per_s);
+  j["comm_share"] = sig(e.comm_share);
+  j["decode_ms"] = {{"memory", ms(e.decode.memory)},
+                    {"weights_read", ms(e.weight_read)},
+                    {"kv_read", ms(e.kv_read)},
+                    {"overhead", ms(e.decode.overhead)},
+                    {"tp", ms(e.decode.tp)},
+                    {"pp", ms(e.decode.pp)},
+                    {"ep", ms(e.decode.ep)}};
+  j["prefill_ms"] = {{"compute", ms(e.prefill.compute)},
+                     {"overhead", ms(e.prefill.overhead)},
+                     {"tp", ms(e.prefill.tp)},
+                     {"pp", ms(e.prefill.pp)},
+                     {"ep", ms(e.prefill.ep)}};
+  j["tp_algorithm"] = to_string(e.tp_algorithm);
+  j["tiers"] = {{"tp", span_name(c, e.shapes[Dim::tp])},
+                {"pp", span_name(c, e.shapes[Dim::pp])},
+                {"ep", span_name(c, e.shapes[Dim::ep])}};
+  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory_weights))},
+                     {"kv_cache", sig(units::to_GiB(e.memory_kv))},
+                     {"other", sig(units::to_GiB(e.memory_other))},
+                     {"total", sig(units::to_GiB(e.memory_total()))},
+                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes))}};
+  return j;
+}
+
+}  // namespace topoplan::detail

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
+#include "detail/report_json.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {
@@ -24,67 +25,6 @@ std::string thousands(double v) {
   return out;
 }
 
-ordered_json plan_object(const RunContext& ctx, const Plan& p, const Evaluation& e) {
-  const auto& c = ctx.cluster;
-  ordered_json j;
-  detail::put_inputs(j, kPlanSchema, c, ctx.model);
-  j["job"] = {{"seq_len", ctx.job.seq_len},
-              {"global_batch", ctx.job.global_batch},
-              {"dtype", to_string(ctx.job.dtype)},
-              {"flash_attention", ctx.job.flash_attention},
-              {"tp_comm_overlap", ctx.job.tp_comm_overlap},
-              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce},
-              {"overlap_p2p", ctx.job.overlap_p2p}};
-  for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
-  j["micro_batch"] = p.micro_batch;
-  j["vpp"] = p.vpp;
-  j["microbatches"] = e.microbatches;
-  j["order"] = order_string(p.order);
-  j["zero"] = p.zero;
-  j["recompute"] = to_string(p.recompute);
-  j["sequence_parallel"] = p.sequence_parallel;
-  j["fits"] = e.fits;
-  std::string why = infeasible_reason(ctx, e);
-  j["infeasible_reason"] = why.empty() ? ordered_json(nullptr) : ordered_json(why);
-  j["step_time_s"] = sig(e.step_time);
-  j["tokens_per_s"] = sig(e.tokens_per_s);
-  j["model_tflops_per_gpu"] = sig(units::to_TFLOPs(e.model_flops_per_gpu));
-  j["mfu"] = sig(e.mfu, 4);
-  j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
-  j["compute_split"] = {{"matmul_s", sig(e.compute.matmul)},
-                        {"elementwise_s", sig(e.compute.elementwise)}};
-  j["breakdown"] = {{"compute_s", sig(e.time.compute)},
-                    {"tp_exposed_s", sig(e.time.tp)},
-                    {"cp_exposed_s", sig(e.time.cp)},
-                    {"ep_exposed_s", sig(e.time.ep)},
-                    {"pp_exposed_s", sig(e.time.pp)},
-                    {"bubble_s", sig(e.time.bubble)},
-                    {"dp_exposed_s", sig(e.time.dp)},
-                    {"optimizer_s", sig(e.time.optimizer)}};
-  ordered_json comm = ordered_json::object();
-  for (Dim d : kDefaultOrder) {
-    if (p[d] <= 1) continue;
-    comm[to_string(d)] = {{"degree", p[d]},
-                          {"tier", span_name(c, e.shapes[d])},
-                          {"algorithm", to_string(e.algorithms[d])},
-                          {"total_s", sig(total_comm(e, d))},
-                          {"exposed_s", sig(exposed_comm(e, d))}};
-  }
-  if (p[Dim::ep] > 1) {
-    ordered_json tiers = ordered_json::object();
-    for (int k = 0; k <= e.shapes[Dim::ep].span_tier; ++k)
-      tiers[c.tier_name(k)] = sig(e.ep_per_tier[k]);
-    comm["ep"]["all_to_all_by_tier_s"] = tiers;
-  }
-  j["communication"] = comm;
-  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory.weights), 4)},
-                     {"gradients", sig(units::to_GiB(e.memory.gradients), 4)},
-                     {"optimizer", sig(units::to_GiB(e.memory.optimizer), 4)},
-                     {"activations", sig(units::to_GiB(e.memory.activations), 4)},
-                     {"other", sig(units::to_GiB(e.memory.other), 4)},
-                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes), 4)}};
-  return j;
-}
 
 std::string pct(double part, double whole) {
   return fmt::format("{:5.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
@@ -225,16 +165,16 @@ std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
   for (const auto& [why, n] : r.rejected) rej[why] = n;
   j["rejected"] = rej;
   ordered_json plans = ordered_json::array();
-  for (const auto& cand : r.top) plans.push_back(plan_object(ctx, cand.plan, cand.eval));
+  for (const auto& cand : r.top) plans.push_back(detail::to_json(ctx, cand.plan, cand.eval));
   j["plans"] = plans;
   j["explanation"] = explain_winner(ctx, r);
   if (r.closest_unfit)
-    j["closest_unfit"] = plan_object(ctx, r.closest_unfit->plan, r.closest_unfit->eval);
+    j["closest_unfit"] = detail::to_json(ctx, r.closest_unfit->plan, r.closest_unfit->eval);
   return j.dump(2) + "\n";
 }
 
 std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
-  return plan_object(ctx, p, e).dump(2) + "\n";
+  return detail::to_json(ctx, p, e).dump(2) + "\n";
 }
 
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
@@ -296,3 +236,71 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
 }
 
 }  // namespace topoplan
+
+namespace topoplan::detail {
+
+using nlohmann::ordered_json;
+
+ordered_json to_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
+  const auto& c = ctx.cluster;
+  ordered_json j;
+  detail::put_inputs(j, kPlanSchema, c, ctx.model);
+  j["job"] = {{"seq_len", ctx.job.seq_len},
+              {"global_batch", ctx.job.global_batch},
+              {"dtype", to_string(ctx.job.dtype)},
+              {"flash_attention", ctx.job.flash_attention},
+              {"tp_comm_overlap", ctx.job.tp_comm_overlap},
+              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce},
+              {"overlap_p2p", ctx.job.overlap_p2p}};
+  for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
+  j["micro_batch"] = p.micro_batch;
+  j["vpp"] = p.vpp;
+  j["microbatches"] = e.microbatches;
+  j["order"] = order_string(p.order);
+  j["zero"] = p.zero;
+  j["recompute"] = to_string(p.recompute);
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["fits"] = e.fits;
+  std::string why = infeasible_reason(ctx, e);
+  j["infeasible_reason"] = why.empty() ? ordered_json(nullptr) : ordered_json(why);
+  j["step_time_s"] = sig(e.step_time);
+  j["tokens_per_s"] = sig(e.tokens_per_s);
+  j["model_tflops_per_gpu"] = sig(units::to_TFLOPs(e.model_flops_per_gpu));
+  j["mfu"] = sig(e.mfu, 4);
+  j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
+  j["compute_split"] = {{"matmul_s", sig(e.compute.matmul)},
+                        {"elementwise_s", sig(e.compute.elementwise)}};
+  j["breakdown"] = {{"compute_s", sig(e.time.compute)},
+                    {"tp_exposed_s", sig(e.time.tp)},
+                    {"cp_exposed_s", sig(e.time.cp)},
+                    {"ep_exposed_s", sig(e.time.ep)},
+                    {"pp_exposed_s", sig(e.time.pp)},
+                    {"bubble_s", sig(e.time.bubble)},
+                    {"dp_exposed_s", sig(e.time.dp)},
+                    {"optimizer_s", sig(e.time.optimizer)}};
+  ordered_json comm = ordered_json::object();
+  for (Dim d : kDefaultOrder) {
+    if (p[d] <= 1) continue;
+    comm[to_string(d)] = {{"degree", p[d]},
+                          {"tier", span_name(c, e.shapes[d])},
+                          {"algorithm", to_string(e.algorithms[d])},
+                          {"total_s", sig(total_comm(e, d))},
+                          {"exposed_s", sig(exposed_comm(e, d))}};
+  }
+  if (p[Dim::ep] > 1) {
+    ordered_json tiers = ordered_json::object();
+    for (int k = 0; k <= e.shapes[Dim::ep].span_tier; ++k)
+      tiers[c.tier_name(k)] = sig(e.ep_per_tier[k]);
+    comm["ep"]["all_to_all_by_tier_s"] = tiers;
+  }
+  j["communication"] = comm;
+  j["memory_gib"] = {{"weights", sig(units::to_GiB(e.memory.weights), 4)},
+                     {"gradients", sig(units::to_GiB(e.memory.gradients), 4)},
+                     {"optimizer", sig(units::to_GiB(e.memory.optimizer), 4)},
+                     {"activations", sig(units::to_GiB(e.memory.activations), 4)},
+                     {"other", sig(units::to_GiB(e.memory.other), 4)},
+                     {"capacity", sig(units::to_GiB(c.gpu().memory_bytes), 4)}};
+  return j;
+}
+
+}  // namespace topoplan::detail

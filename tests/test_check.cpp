@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "topoplan/check.hpp"
+#include "topoplan/check_report.hpp"
 
 using namespace topoplan;
 

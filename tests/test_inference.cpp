@@ -2,7 +2,7 @@
 
 #include "helpers.hpp"
 #include "topoplan/check.hpp"
-#include "topoplan/inference.hpp"
+#include "topoplan/inference_report.hpp"
 
 using namespace topoplan;
 

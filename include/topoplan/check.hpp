@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "topoplan/context.hpp"
 #include "topoplan/inference.hpp"
-#include "topoplan/report.hpp"
+#include "topoplan/search.hpp"
 
 namespace topoplan {
 
@@ -70,14 +71,5 @@ struct CheckResult {
 /// the same degrees and the best plan (--max-slowdown, --max-gap).
 [[nodiscard]] CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
                                               const Mapping& mapping, const CheckOptions& opt);
-
-[[nodiscard]] std::string check_text(const RunContext& ctx, const CheckResult& r);
-[[nodiscard]] std::string check_json(const RunContext& ctx, const CheckResult& r);
-[[nodiscard]] std::string check_text(const InferenceContext& ctx, const CheckResult& r);
-[[nodiscard]] std::string check_json(const InferenceContext& ctx, const CheckResult& r);
-/// GitHub Actions workflow commands: one ::error / ::warning line per finding.
-[[nodiscard]] std::string check_github(const CheckResult& r);
-/// JUnit XML: one test case per rule, failed ones carry the finding.
-[[nodiscard]] std::string check_junit(const CheckResult& r);
 
 }  // namespace topoplan

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "topoplan/rank_table.hpp"
-#include "topoplan/report.hpp"
+#include "topoplan/context.hpp"
+#include "topoplan/job.hpp"
+#include "topoplan/model.hpp"
 
 namespace topoplan {
 

@@ -100,29 +100,3 @@ struct InferenceSearchResult {
                                                      const InferenceSearchOptions& opt);
 
 }  // namespace topoplan
-
-namespace topoplan {
-
-inline constexpr const char* kInferenceSchema = "topoplan.inference/v1";
-inline constexpr const char* kInferenceSearchSchema = "topoplan.inference-search/v1";
-
-struct InferenceContext {
-  const Cluster& cluster;
-  const Model& model;
-  const InferenceJob& job;
-  const Calibration& cal;
-};
-
-[[nodiscard]] std::string inference_text(const InferenceContext& ctx, const Plan& p,
-                                         const InferenceEval& e);
-[[nodiscard]] std::string inference_json(const InferenceContext& ctx, const Plan& p,
-                                         const InferenceEval& e);
-[[nodiscard]] std::string inference_search_text(const InferenceContext& ctx,
-                                                const InferenceSearchResult& r, Objective o);
-[[nodiscard]] std::string inference_search_json(const InferenceContext& ctx,
-                                                const InferenceSearchResult& r, Objective o);
-/// Why the token latency is what it is: each part of a token and what TP does to it.
-[[nodiscard]] std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& p,
-                                                     const InferenceEval& e);
-
-}  // namespace topoplan

@@ -4,17 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "topoplan/context.hpp"
 #include "topoplan/search.hpp"
 
 namespace topoplan {
-
-/// What was planned: the inputs every report names.
-struct RunContext {
-  const Cluster& cluster;
-  const Model& model;
-  const JobSpec& job;
-  const Calibration& cal;
-};
 
 inline constexpr const char* kPlanSchema = "topoplan.plan/v1";
 inline constexpr const char* kSearchSchema = "topoplan.search/v1";

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
-#include "topoplan/check.hpp"
+#include "topoplan/check_report.hpp"
 #include "topoplan/error.hpp"
 
 namespace topoplan::cli {

@@ -2,7 +2,7 @@
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
-#include "topoplan/inference.hpp"
+#include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
 
 namespace topoplan::cli {
