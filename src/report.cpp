@@ -66,15 +66,9 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
                               to_string(d), w.plan[d], span_name(c, w.eval.shapes[d]), exposed,
                               100.0 * exposed / w.eval.step_time));
   }
-  // The same degrees laid out the worst way: what the mapping is worth.
-  Candidate worst = w;
-  for (const Order& o : distinct_orders(w.plan)) {
-    Candidate alt = w;
-    alt.plan.order = o;
-    alt.eval = evaluate(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
-    if (alt.eval.step_time > worst.eval.step_time) worst = alt;
-  }
-  if (worst.eval.step_time > w.eval.step_time) {
+  // The same degrees laid out the worst way (found by the search): what the mapping is worth.
+  if (r.worst_order) {
+    const Candidate& worst = *r.worst_order;
     std::string where;
     for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
       if (w.plan[d] <= 1) continue;

@@ -145,36 +145,41 @@ struct Partial {
 /// Costs every choice for one set of degrees: the order-independent core once per choice, each
 /// order's communication from shapes computed once per order. Memory prunes before the orders,
 /// and a micro-batch that does not fit ends the larger ones.
-void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
-                    const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
-                    Partial& out) {
-  Plan base = base_in;
-  const int tp = base[Dim::tp], pp = base[Dim::pp], dp = base[Dim::dp];
-  std::vector<Order> orders =
-      opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
-  std::vector<PlanShapes> shapes;
+/// The orders to cost for one set of degrees (those Megatron-LM can run), each with its shapes.
+void orders_and_shapes(const Cluster& c, const SearchOptions& opt, const Plan& base,
+                       std::vector<Order>& orders, std::vector<PlanShapes>& shapes, Partial& out) {
+  orders = opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
+  shapes.clear();
   shapes.reserve(orders.size());
-  {
-    std::size_t keep = 0;
-    for (const Order& o : orders) {
-      Plan q = base;
-      q.order = o;
-      if (q[Dim::ep] > 1 && expert_pp_mismatch(q)) {
-        out.reject(PlanError::ep_order);
-        continue;
-      }
-      orders[keep++] = o;
-      shapes.push_back(plan_shapes(c, Mapping::from_order(q)));
+  std::size_t keep = 0;
+  for (const Order& o : orders) {
+    Plan q = base;
+    q.order = o;
+    if (q[Dim::ep] > 1 && expert_pp_mismatch(q)) {
+      out.reject(PlanError::ep_order);
+      continue;
     }
-    orders.resize(keep);
+    orders[keep++] = o;
+    shapes.push_back(plan_shapes(c, Mapping::from_order(q)));
   }
-  if (orders.empty()) return;
+  orders.resize(keep);
+}
+
+/// The choices searched for one set of degrees, each list in the order it is tried.
+struct Choices {
+  std::vector<int> mbs, vpps, zeros;
+  std::vector<Recompute> recomputes;
+  std::vector<bool> sps;
+};
+
+Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, const Plan& base) {
+  const int tp = base[Dim::tp], pp = base[Dim::pp], dp = base[Dim::dp];
+  Choices ch;
+  auto& [mbs, vpps, zeros, recomputes, sps] = ch;
   const std::int64_t per_dp = j.global_batch % dp == 0 ? j.global_batch / dp : 0;
-  std::vector<int> mbs;
   for (std::int64_t b = 1; per_dp && b <= per_dp; ++b)
     if (per_dp % b == 0 && (!opt.micro_batch || b == opt.micro_batch)) mbs.push_back(static_cast<int>(b));
   if (mbs.empty()) mbs.push_back(opt.micro_batch ? opt.micro_batch : 1);
-  std::vector<int> vpps;
   if (opt.vpp) {
     vpps = {opt.vpp};
   } else {
@@ -182,18 +187,27 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
     for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
       if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
   }
-  std::vector<int> zeros;
   if (opt.zero >= 0) zeros = {opt.zero};
   else if (dp * base[Dim::cp] == 1) zeros = {0};
   else zeros = {0, 1, 2, 3};
-  std::vector<Recompute> recomputes =
-      opt.recompute ? std::vector<Recompute>{*opt.recompute}
-                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
-  std::vector<bool> sps;
+  recomputes = opt.recompute
+                   ? std::vector<Recompute>{*opt.recompute}
+                   : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
   else if (tp == 1) sps = {false};
   else sps = {false, true};
+  return ch;
+}
 
+void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
+                    const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
+                    Partial& out) {
+  Plan base = base_in;
+  std::vector<Order> orders;
+  std::vector<PlanShapes> shapes;
+  orders_and_shapes(c, opt, base, orders, shapes, out);
+  if (orders.empty()) return;
+  const auto [mbs, vpps, zeros, recomputes, sps] = choices_for(m, j, opt, base);
   Candidate cand;
   for (int zero : zeros)
     for (Recompute rc : recomputes)
@@ -244,12 +258,12 @@ std::vector<int> degree_options(std::int64_t n, int fixed, int max) {
 
 }  // namespace
 
-SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
-                    const SearchOptions& opt) {
-  SearchResult r;
-  const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
-  if (n > c.gpu_count())
-    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, c.gpu_count()));
+namespace {
+
+/// InputError for options that can never give a plan.
+void check_options(const Model& m, const SearchOptions& opt, int n, int cluster_gpus) {
+  if (n > cluster_gpus)
+    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, cluster_gpus));
   for (Dim d : {Dim::tp, Dim::cp, Dim::pp, Dim::dp, Dim::ep}) {
     const int v = opt.fixed[d];
     if (v < 0 || (v > 0 && n % v != 0))
@@ -260,13 +274,15 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
     throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
   if (opt.fixed[Dim::ep] > 1 && !m.spec.moe())
     throw_input("--ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
+}
+
+/// Every set of degrees (tp, cp, pp, dp, ep) within the bounds that passes the per-dimension
+/// rules (plan_check.hpp), so the workers only see candidates that can run.
+std::vector<Plan> list_degrees(const Model& m, const JobSpec& j, const SearchOptions& opt, int n,
+                               Partial& pre) {
   auto fixed = [&](Dim d) { return opt.fixed[d]; };
   auto max = [&](Dim d) { return opt.max[d]; };
-
-  // Every set of degrees (tp, cp, pp, dp, ep); divisibility by heads, sequence and experts is
-  // checked here so the workers only see candidates that can run.
   std::vector<Plan> configs;
-  Partial pre;
   for (int tp : degree_options(n, fixed(Dim::tp), max(Dim::tp))) {
     if (const PlanError e = tp_rule(m.spec, tp); e != PlanError::none) {
       pre.reject(e);
@@ -303,12 +319,15 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
       }
     }
   }
+  return configs;
+}
 
+/// Costs the configurations on `threads` workers; each keeps its own top list and counts.
+void run_workers(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
+                 const SearchOptions& opt, const std::vector<Plan>& configs,
+                 std::vector<TopK>& tops, std::vector<Partial>& parts) {
   const Fabric fab = make_fabric(c, cal);
-  const int threads = std::max(1, std::min<int>(opt.threads, static_cast<int>(configs.size())));
-  std::vector<Partial> parts(static_cast<std::size_t>(threads));
-  std::vector<TopK> tops;
-  for (int t = 0; t < threads; ++t) tops.emplace_back(opt.top_k, opt.distinct);
+  const int threads = static_cast<int>(parts.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::int64_t> costed{0};
   auto work = [&](int t) {
@@ -333,6 +352,36 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
     main_worker.join();
   }
   for (auto& th : pool) th.join();
+}
+
+/// The winner's degrees and choices laid out the slowest way (what its mapping is worth); the
+/// first of equally slow orders in distinct_orders' order.
+std::optional<Candidate> worst_order(const Cluster& c, const Model& m, const JobSpec& j,
+                                     const Calibration& cal, const Candidate& w) {
+  Candidate worst = w;
+  for (const Order& o : distinct_orders(w.plan)) {
+    Candidate alt = w;
+    alt.plan.order = o;
+    alt.eval = evaluate(c, m, j, alt.plan, Mapping::from_order(alt.plan), cal);
+    if (alt.eval.step_time > worst.eval.step_time) worst = alt;
+  }
+  if (worst.eval.step_time > w.eval.step_time) return worst;
+  return std::nullopt;
+}
+
+}  // namespace
+
+SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
+                    const SearchOptions& opt) {
+  const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
+  check_options(m, opt, n, c.gpu_count());
+  Partial pre;
+  const std::vector<Plan> configs = list_degrees(m, j, opt, n, pre);
+  const int threads = std::max(1, std::min<int>(opt.threads, static_cast<int>(configs.size())));
+  std::vector<Partial> parts(static_cast<std::size_t>(threads));
+  std::vector<TopK> tops;
+  for (int t = 0; t < threads; ++t) tops.emplace_back(opt.top_k, opt.distinct);
+  run_workers(c, m, j, cal, opt, configs, tops, parts);
 
   // Merge in a fixed order; the ranking is a total order, so the result is the same for any
   // number of threads.
@@ -347,10 +396,12 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
       all.closest_unfit = p.closest_unfit;
     for (const auto& [e, cnt] : p.rejected) all.reject(e, cnt);
   }
+  SearchResult r;
   r.top = top.take();
   r.evaluated = all.evaluated;
   r.out_of_memory = all.out_of_memory;
   if (r.top.empty()) r.closest_unfit = std::move(all.closest_unfit);
+  else r.worst_order = worst_order(c, m, j, cal, r.top.front());
   std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);

@@ -55,6 +55,9 @@ struct SearchResult {
   /// same cost and memory (mirror layouts) appear once, under the best-ranked order.
   std::vector<Candidate> top;
   std::optional<Candidate> closest_unfit;  ///< the plan needing the least memory, when none fit
+  /// The best plan's degrees and choices laid out the slowest way, when that is slower: what its
+  /// mapping is worth (reports explain the winner with it).
+  std::optional<Candidate> worst_order;
   std::int64_t evaluated = 0;    ///< plans costed (communication and totals)
   std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
