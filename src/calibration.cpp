@@ -8,29 +8,10 @@
 
 namespace topoplan {
 
-std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
-  std::vector<CalibrationEntry> out = {
-      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak",
-       "fitted (grid 0.65-0.75) to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 "
-       "(A100): ~218 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
-      {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak",
-       "fitted (grid 0.55-0.65) to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
-      {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak",
-       "no calibration run here: as hopper"},
-      {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension",
-       "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
-      {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth",
-       "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
-      {"elementwise_hidden_passes", &c.elementwise_hidden_passes, 1, "elements per h per token",
-       "2 layer norms (read + write) and 2 fused bias-dropout-residual adds, forward: counted "
-       "8-11, fitted 8 with the GEMM efficiencies on the calibration runs"},
-      {"softmax_passes", &c.softmax_passes, 1, "elements per head per s per token",
-       "counted: fused scale-mask-softmax (read + write), dropout (read, write, 1-byte mask), "
-       "forward; 0 with fused (flash) attention"},
-      {"use_hierarchical_all_reduce", &c.use_hierarchical_all_reduce, 1, "0 or 1",
-       "off: NCCL's all-reduce is ring, tree or NVLS; nccl-tests' 86 GB/s on 2 x 8 A100 is the "
-       "ring's"},
-  };
+namespace {
+
+/// Three rows per link kind: achieved bandwidth fraction, step latency, NVLS fraction.
+void add_link_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
   for (int i = 0; i < kLinks; ++i) {
     const std::string name = to_string(static_cast<Link>(i));
     LinkCalibration& l = c.links[i];
@@ -63,6 +44,34 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
                          "~480 at 1 GiB on 8 x H100: fitted as 60 us + 1.75 S / (450 x 1.084 GB/s)"
                        : "no in-switch reduction"});
   }
+}
+
+}  // namespace
+
+std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
+  std::vector<CalibrationEntry> out = {
+      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak",
+       "fitted (grid 0.65-0.75) to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 "
+       "(A100): ~218 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
+      {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak",
+       "fitted (grid 0.55-0.65) to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
+      {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak",
+       "no calibration run here: as hopper"},
+      {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension",
+       "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
+      {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth",
+       "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
+      {"elementwise_hidden_passes", &c.elementwise_hidden_passes, 1, "elements per h per token",
+       "2 layer norms (read + write) and 2 fused bias-dropout-residual adds, forward: counted "
+       "8-11, fitted 8 with the GEMM efficiencies on the calibration runs"},
+      {"softmax_passes", &c.softmax_passes, 1, "elements per head per s per token",
+       "counted: fused scale-mask-softmax (read + write), dropout (read, write, 1-byte mask), "
+       "forward; 0 with fused (flash) attention"},
+      {"use_hierarchical_all_reduce", &c.use_hierarchical_all_reduce, 1, "0 or 1",
+       "off: NCCL's all-reduce is ring, tree or NVLS; nccl-tests' 86 GB/s on 2 x 8 A100 is the "
+       "ring's"},
+  };
+  add_link_entries(c, out);
   std::vector<CalibrationEntry> rest = {
       {"collective_base_latency_us", &c.collective_base_latency, 1e6, "us",
        "with the step latencies, fits the tiny all-reduce times above"},

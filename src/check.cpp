@@ -29,6 +29,33 @@ std::string plan_words(const Plan& p) {
                      p.zero, to_string(p.recompute), p.sequence_parallel ? "on" : "off");
 }
 
+/// A tier rule fires only when an order that keeps d's groups on a faster tier is materially
+/// faster by the cost model (step time below 1 / (1 + tier_min_gain) of this one's): keeping a
+/// group inside a server is a means, not an end, and it can cost the other dimensions more.
+void tier_findings(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
+                   const Evaluation& e, const std::vector<Candidate>& alts,
+                   const CheckOptions& opt, std::vector<Finding>& findings) {
+  const auto& c = ctx.cluster;
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
+    if (plan[d] <= 1) continue;
+    const Candidate* keep = nullptr;  // the fastest order with a smaller span for d
+    for (const auto& alt : alts)
+      if (alt.eval.shapes[d].span_tier < e.shapes[d].span_tier && (!keep || ranks_before(alt, *keep)))
+        keep = &alt;
+    if (!keep || !(e.step_time > (1.0 + opt.tier_min_gain) * keep->eval.step_time)) continue;
+    std::string msg = fmt::format(
+        "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
+        sample_group(mapping, d), where(c, e.shapes[d]), short_order_string(keep->plan),
+        where(c, keep->eval.shapes[d]));
+    const double mine = exposed_comm(e, d), best = exposed_comm(keep->eval, d);
+    if (mine > 0 && best > 0)
+      msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
+                         to_string(d), mine / best, mine, best);
+    msg += fmt::format("; step time {:.3f} s vs {:.3f} s", e.step_time, keep->eval.step_time);
+    findings.push_back({fmt::format("{}-tier", to_string(d)), Severity::error, msg});
+  }
+}
+
 }  // namespace
 
 const char* to_string(Severity s) { return s == Severity::error ? "error" : "warning"; }
@@ -63,27 +90,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
     if (!r.best_same_degrees || ranks_before(alt, *r.best_same_degrees)) r.best_same_degrees = alt;
   }
 
-  // A tier rule fires only when an order that keeps d's groups on a faster tier is materially
-  // faster by the cost model (step time below 1 / (1 + tier_min_gain) of this one's): keeping a
-  // group inside a server is a means, not an end, and it can cost the other dimensions more.
-  for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
-    if (plan[d] <= 1) continue;
-    const Candidate* keep = nullptr;  // the fastest order with a smaller span for d
-    for (const auto& alt : alts)
-      if (alt.eval.shapes[d].span_tier < e.shapes[d].span_tier && (!keep || ranks_before(alt, *keep)))
-        keep = &alt;
-    if (!keep || !(e.step_time > (1.0 + opt.tier_min_gain) * keep->eval.step_time)) continue;
-    std::string msg = fmt::format(
-        "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
-        sample_group(mapping, d), where(c, e.shapes[d]), short_order_string(keep->plan),
-        where(c, keep->eval.shapes[d]));
-    const double mine = exposed_comm(e, d), best = exposed_comm(keep->eval, d);
-    if (mine > 0 && best > 0)
-      msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
-                         to_string(d), mine / best, mine, best);
-    msg += fmt::format("; step time {:.3f} s vs {:.3f} s", e.step_time, keep->eval.step_time);
-    r.findings.push_back({fmt::format("{}-tier", to_string(d)), Severity::error, msg});
-  }
+  tier_findings(ctx, plan, mapping, e, alts, opt, r.findings);
 
   const GroupShape& tp = e.shapes[Dim::tp];
   for (Dim d : {Dim::pp, Dim::dp}) {

@@ -147,6 +147,105 @@ std::string model_config_json(const ModelSpec& m) {
   return j.dump();
 }
 
+namespace {
+
+/// GPT-2 family keys (n_embd, n_layer, ...): biases, LayerNorm, learned positions.
+void read_gpt2_keys(const detail::JsonCursor& c, const std::string& source, ModelSpec& m) {
+  m.name = c.opt_string("name").value_or(name_from_path(source, "gpt2"));
+  m.hidden = c.positive_int("n_embd");
+  m.layers = c.positive_int("n_layer");
+  m.heads = c.positive_int("n_head");
+  m.kv_heads = m.heads;
+  if (m.hidden % m.heads != 0) c.fail("n_head", fmt::format("a divisor of n_embd ({})", m.hidden));
+  m.head_dim = m.hidden / m.heads;
+  m.ffn = (c.has("n_inner") && !c.node().at("n_inner").is_null()) ? c.positive_int("n_inner")
+                                                                    : 4 * m.hidden;
+  m.vocab = c.positive_int("vocab_size");
+  m.positions = c.int_at_least_or("n_positions", 0, 1024);
+  m.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
+  m.biases = true;
+  m.layernorm_bias = true;
+  m.gated_mlp = false;
+}
+
+bool has_value(const detail::JsonCursor& c, const char* key) {
+  return c.has(key) && !c.node().at(key).is_null();
+}
+
+/// Mixtral: num_local_experts x intermediate_size. Qwen2/3-MoE: num_experts x
+/// moe_intermediate_size, (Qwen2) one shared expert of shared_expert_intermediate_size, every
+/// layer sparse. DeepSeek: n_routed_experts x moe_intermediate_size, n_shared_experts,
+/// first_k_dense_replace.
+void read_moe_keys(const detail::JsonCursor& c, ModelSpec& m) {
+  if (c.has("num_local_experts")) {
+    m.experts = c.positive_int("num_local_experts");
+    m.expert_ffn = m.ffn;
+  } else if (has_value(c, "num_experts")) {
+    m.experts = c.positive_int("num_experts");
+    m.expert_ffn = c.positive_int("moe_intermediate_size");
+    const std::int64_t shared = c.int_at_least_or("shared_expert_intermediate_size", 0, 0);
+    if (shared > 0) {
+      m.shared_experts = 1;
+      m.shared_expert_ffn = shared;
+    }
+    if (c.int_at_least_or("decoder_sparse_step", 1, 1) != 1)
+      c.fail("decoder_sparse_step", "1 (every layer an MoE layer; other steps are not modelled)");
+    if (c.has("mlp_only_layers") && c.node().at("mlp_only_layers").is_array() &&
+        !c.node().at("mlp_only_layers").empty())
+      c.fail("mlp_only_layers", "[] (dense layers among MoE layers are not modelled)");
+  } else if (has_value(c, "n_routed_experts")) {
+    m.experts = c.positive_int("n_routed_experts");
+    m.expert_ffn = c.positive_int("moe_intermediate_size");
+    m.shared_experts = c.int_at_least_or("n_shared_experts", 0, 0);
+    m.first_dense_layers = c.int_at_least_or("first_k_dense_replace", 0, 0);
+  }
+  if (m.experts == 0) return;
+  m.top_k = c.positive_int("num_experts_per_tok");
+  if (m.top_k > m.experts) c.fail("num_experts_per_tok", fmt::format("at most the {} experts", m.experts));
+  if (m.first_dense_layers >= m.layers)
+    c.fail("first_k_dense_replace", fmt::format("fewer than the {} layers", m.layers));
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3).
+void read_mla_keys(const detail::JsonCursor& c, ModelSpec& m) {
+  if (!has_value(c, "kv_lora_rank")) return;
+  m.kv_lora_rank = c.positive_int("kv_lora_rank");
+  m.q_lora_rank = c.int_at_least_or("q_lora_rank", 0, 0);
+  m.qk_nope_head_dim = c.positive_int("qk_nope_head_dim");
+  m.qk_rope_head_dim = c.positive_int("qk_rope_head_dim");
+  m.v_head_dim = c.positive_int("v_head_dim");
+  m.kv_heads = m.heads;
+}
+
+/// Llama / Mistral / Mixtral / Qwen / DeepSeek keys.
+void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
+                     const std::optional<std::string>& outer_name, ModelSpec& m) {
+  m.name = c.opt_string("name").value_or(outer_name.value_or(
+      name_from_path(source, c.opt_string("model_type").value_or("model"))));
+  m.hidden = c.positive_int("hidden_size");
+  m.layers = c.positive_int("num_hidden_layers");
+  m.heads = c.positive_int("num_attention_heads");
+  m.kv_heads = c.int_at_least_or("num_key_value_heads", 1, m.heads);
+  if (has_value(c, "head_dim")) {
+    m.head_dim = c.positive_int("head_dim");
+  } else {
+    if (m.hidden % m.heads != 0)
+      c.fail("num_attention_heads", fmt::format("a divisor of hidden_size ({})", m.hidden));
+    m.head_dim = m.hidden / m.heads;
+  }
+  m.ffn = c.positive_int("intermediate_size");
+  m.vocab = c.positive_int("vocab_size");
+  m.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
+  read_moe_keys(c, m);
+  read_mla_keys(c, m);
+  std::string act = c.opt_string("hidden_act").value_or("silu");
+  m.gated_mlp = act == "silu" || act == "swiglu" || act == "gelu_pytorch_tanh";
+  m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted
+  m.layernorm_bias = false;
+}
+
+}  // namespace
+
 ModelSpec parse_model_json(const std::string& text, const std::string& source) {
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
@@ -157,85 +256,10 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
   if (nested) c = c.at("text_config");
   ModelSpec m;
   m.source = c.opt_string("source").value_or("");
-  if (c.has("n_embd")) {  // GPT-2 family
-    m.name = c.opt_string("name").value_or(name_from_path(source, "gpt2"));
-    m.hidden = c.positive_int("n_embd");
-    m.layers = c.positive_int("n_layer");
-    m.heads = c.positive_int("n_head");
-    m.kv_heads = m.heads;
-    if (m.hidden % m.heads != 0)
-      c.fail("n_head", fmt::format("a divisor of n_embd ({})", m.hidden));
-    m.head_dim = m.hidden / m.heads;
-    m.ffn = (c.has("n_inner") && !c.node().at("n_inner").is_null())
-                ? c.positive_int("n_inner")
-                : 4 * m.hidden;
-    m.vocab = c.positive_int("vocab_size");
-    m.positions = c.int_at_least_or("n_positions", 0, 1024);
-    m.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
-    m.biases = true;
-    m.layernorm_bias = true;
-    m.gated_mlp = false;
-  } else if (c.has("hidden_size")) {  // Llama / Mistral / Mixtral / Qwen family
-    m.name = c.opt_string("name").value_or(outer_name.value_or(
-        name_from_path(source, c.opt_string("model_type").value_or("model"))));
-    m.hidden = c.positive_int("hidden_size");
-    m.layers = c.positive_int("num_hidden_layers");
-    m.heads = c.positive_int("num_attention_heads");
-    m.kv_heads = c.int_at_least_or("num_key_value_heads", 1, m.heads);
-    if (c.has("head_dim") && !c.node().at("head_dim").is_null()) {
-      m.head_dim = c.positive_int("head_dim");
-    } else {
-      if (m.hidden % m.heads != 0)
-        c.fail("num_attention_heads", fmt::format("a divisor of hidden_size ({})", m.hidden));
-      m.head_dim = m.hidden / m.heads;
-    }
-    m.ffn = c.positive_int("intermediate_size");
-    m.vocab = c.positive_int("vocab_size");
-    m.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
-    // Mixtral: num_local_experts x intermediate_size; DeepSeek: n_routed_experts x
-    // moe_intermediate_size, n_shared_experts, first_k_dense_replace.
-    if (c.has("num_local_experts")) {
-      m.experts = c.positive_int("num_local_experts");
-      m.expert_ffn = m.ffn;
-    } else if (c.has("num_experts") && !c.node().at("num_experts").is_null()) {
-      // Qwen2-MoE / Qwen3-MoE: num_experts x moe_intermediate_size, and (Qwen2) one shared
-      // expert of shared_expert_intermediate_size. Every layer sparse is all that is modelled.
-      m.experts = c.positive_int("num_experts");
-      m.expert_ffn = c.positive_int("moe_intermediate_size");
-      const std::int64_t shared = c.int_at_least_or("shared_expert_intermediate_size", 0, 0);
-      if (shared > 0) {
-        m.shared_experts = 1;
-        m.shared_expert_ffn = shared;
-      }
-      if (c.int_at_least_or("decoder_sparse_step", 1, 1) != 1)
-        c.fail("decoder_sparse_step", "1 (every layer an MoE layer; other steps are not modelled)");
-      if (c.has("mlp_only_layers") && c.node().at("mlp_only_layers").is_array() &&
-          !c.node().at("mlp_only_layers").empty())
-        c.fail("mlp_only_layers", "[] (dense layers among MoE layers are not modelled)");
-    } else if (c.has("n_routed_experts") && !c.node().at("n_routed_experts").is_null()) {
-      m.experts = c.positive_int("n_routed_experts");
-      m.expert_ffn = c.positive_int("moe_intermediate_size");
-      m.shared_experts = c.int_at_least_or("n_shared_experts", 0, 0);
-      m.first_dense_layers = c.int_at_least_or("first_k_dense_replace", 0, 0);
-    }
-    if (m.experts > 0) {
-      m.top_k = c.positive_int("num_experts_per_tok");
-      if (m.top_k > m.experts) c.fail("num_experts_per_tok", fmt::format("at most the {} experts", m.experts));
-      if (m.first_dense_layers >= m.layers)
-        c.fail("first_k_dense_replace", fmt::format("fewer than the {} layers", m.layers));
-    }
-    if (c.has("kv_lora_rank") && !c.node().at("kv_lora_rank").is_null()) {
-      m.kv_lora_rank = c.positive_int("kv_lora_rank");
-      m.q_lora_rank = c.int_at_least_or("q_lora_rank", 0, 0);
-      m.qk_nope_head_dim = c.positive_int("qk_nope_head_dim");
-      m.qk_rope_head_dim = c.positive_int("qk_rope_head_dim");
-      m.v_head_dim = c.positive_int("v_head_dim");
-      m.kv_heads = m.heads;
-    }
-    std::string act = c.opt_string("hidden_act").value_or("silu");
-    m.gated_mlp = act == "silu" || act == "swiglu" || act == "gelu_pytorch_tanh";
-    m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted
-    m.layernorm_bias = false;
+  if (c.has("n_embd")) {
+    read_gpt2_keys(c, source, m);
+  } else if (c.has("hidden_size")) {
+    read_llama_keys(c, source, outer_name, m);
   } else {
     c.fail_here("expected a Hugging Face config.json with hidden_size (Llama family) or n_embd "
                 "(GPT-2 family)");

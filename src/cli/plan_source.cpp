@@ -26,6 +26,29 @@ void check_fingerprint(const std::string& file, const char* what,
                             what, *recorded, now));
 }
 
+/// The plan the flags give (dp 0 when not given: the GPUs decide).
+Plan plan_from_flags(const PlanOptions& po) {
+  for (auto [flag, v] : {std::pair{"--tp", po.tp}, std::pair{"--pp", po.pp},
+                         std::pair{"--dp", po.dp}, std::pair{"--cp", po.cp},
+                         std::pair{"--ep", po.ep}, std::pair{"--micro-batch", po.micro_batch}})
+    if (v < 0) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
+  Plan p;
+  p[Dim::tp] = po.tp ? po.tp : 1;
+  p[Dim::pp] = po.pp ? po.pp : 1;
+  p[Dim::cp] = po.cp ? po.cp : 1;
+  p[Dim::ep] = po.ep ? po.ep : 1;
+  p[Dim::dp] = po.dp;
+  p.micro_batch = po.micro_batch ? po.micro_batch : 1;
+  p.vpp = po.vpp ? po.vpp : 1;
+  if (!po.order.empty()) p.order = parse_order(po.order, "--order");
+  if (po.choice.zero >= 0) p.zero = po.choice.zero;
+  if (po.choice.zero < -1) p.zero = po.choice.zero;  // reported by check_plan
+  if (!po.choice.recompute.empty())
+    p.recompute = parse_recompute(po.choice.recompute, "--recompute");
+  p.sequence_parallel = po.choice.sp_on;
+  return p;
+}
+
 }  // namespace
 
 Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
@@ -54,31 +77,8 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", in.job.gpus,
                                           in.cluster.gpu_count()));
   const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
-  Plan p;
-  bool dp_given = true;
-  if (imp) {
-    p = imp->plan;
-    dp_given = imp->dp_given;
-  } else {
-    for (auto [flag, v] : {std::pair{"--tp", po.tp}, std::pair{"--pp", po.pp},
-                           std::pair{"--dp", po.dp}, std::pair{"--cp", po.cp},
-                           std::pair{"--ep", po.ep}, std::pair{"--micro-batch", po.micro_batch}})
-      if (v < 0) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
-    p[Dim::tp] = po.tp ? po.tp : 1;
-    p[Dim::pp] = po.pp ? po.pp : 1;
-    p[Dim::cp] = po.cp ? po.cp : 1;
-    p[Dim::ep] = po.ep ? po.ep : 1;
-    p[Dim::dp] = po.dp;
-    dp_given = po.dp > 0;
-    p.micro_batch = po.micro_batch ? po.micro_batch : 1;
-    p.vpp = po.vpp ? po.vpp : 1;
-    if (!po.order.empty()) p.order = parse_order(po.order, "--order");
-    if (po.choice.zero >= 0) p.zero = po.choice.zero;
-    if (po.choice.zero < -1) p.zero = po.choice.zero;  // reported by check_plan
-    if (!po.choice.recompute.empty())
-      p.recompute = parse_recompute(po.choice.recompute, "--recompute");
-    p.sequence_parallel = po.choice.sp_on;
-  }
+  Plan p = imp ? imp->plan : plan_from_flags(po);
+  const bool dp_given = imp ? imp->dp_given : po.dp > 0;
   if (imp && imp->layers_per_virtual_stage) {
     const std::int64_t per_rank = in.model.spec.layers / p[Dim::pp];
     if (per_rank % *imp->layers_per_virtual_stage != 0)

@@ -1,6 +1,7 @@
 #include "topoplan/import/megatron_args.hpp"
 
 #include <charconv>
+#include <functional>
 #include <fmt/format.h>
 #include <sstream>
 #include <vector>
@@ -18,23 +19,44 @@ int positive(const std::string& flag, const std::string& value, const std::strin
   return v;
 }
 
+/// Words split on white space, "--flag=value" as two.
+std::vector<std::string> tokenize(const std::string& args) {
+  std::vector<std::string> tok;
+  std::istringstream in(args);
+  std::string t;
+  while (in >> t) {
+    auto eq = t.find('=');
+    if (t.rfind("--", 0) == 0 && eq != std::string::npos) {
+      tok.push_back(t.substr(0, eq));
+      tok.push_back(t.substr(eq + 1));
+    } else {
+      tok.push_back(t);
+    }
+  }
+  return tok;
+}
+
+/// The model's shape and the uneven pipeline split; false for another flag.
+bool read_model_flag(const std::string& f, const std::function<const std::string&()>& value,
+                     const std::string& source, ImportedPlan& out) {
+  if (f == "--decoder-first-pipeline-num-layers") {
+    out.first_stage_layers = positive(f, value(), source);
+  } else if (f == "--decoder-last-pipeline-num-layers") {
+    out.last_stage_layers = positive(f, value(), source);
+  } else if (f == "--num-layers" || f == "--hidden-size" || f == "--ffn-hidden-size" ||
+             f == "--num-attention-heads" || f == "--num-query-groups" || f == "--num-experts" ||
+             f == "--moe-router-topk" || f == "--moe-ffn-hidden-size") {
+    out.model_shape.emplace_back(f, positive(f, value(), source));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
-  std::vector<std::string> tok;
-  {
-    std::istringstream in(args);
-    std::string t;
-    while (in >> t) {
-      auto eq = t.find('=');
-      if (t.rfind("--", 0) == 0 && eq != std::string::npos) {
-        tok.push_back(t.substr(0, eq));
-        tok.push_back(t.substr(eq + 1));
-      } else {
-        tok.push_back(t);
-      }
-    }
-  }
+  const std::vector<std::string> tok = tokenize(args);
   ImportedPlan out;
   out.dp_given = false;
   out.plan.zero = 0;
@@ -49,6 +71,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   };
   for (std::size_t i = 0; i < tok.size(); ++i) {
     const std::string& f = tok[i];
+    if (read_model_flag(f, [&]() -> const std::string& { return value(i); }, source, out)) continue;
     if (f == "--tensor-model-parallel-size") {
       out.plan[Dim::tp] = positive(f, value(i), source);
       saw_tp = true;
@@ -85,14 +108,6 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.overlap_p2p = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
       out.plan.order = kTpPpDpOrder;
-    } else if (f == "--decoder-first-pipeline-num-layers") {
-      out.first_stage_layers = positive(f, value(i), source);
-    } else if (f == "--decoder-last-pipeline-num-layers") {
-      out.last_stage_layers = positive(f, value(i), source);
-    } else if (f == "--num-layers" || f == "--hidden-size" || f == "--ffn-hidden-size" ||
-               f == "--num-attention-heads" || f == "--num-query-groups" || f == "--num-experts" ||
-               f == "--moe-router-topk" || f == "--moe-ffn-hidden-size") {
-      out.model_shape.emplace_back(f, positive(f, value(i), source));
     } else if (f == "--bf16") {
       out.dtype = Dtype::bf16;
     } else if (f == "--fp16") {
