@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "topoplan/error.hpp"
+#include "detail/names.hpp"
 
 namespace topoplan {
 
@@ -15,20 +16,15 @@ double dtype_bytes(Dtype d) {
   return 2.0;
 }
 
-const char* to_string(Dtype d) {
-  switch (d) {
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp8: return "fp8";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<const char*, 3> kDtypeNames{"bf16", "fp16", "fp8"};
+}  // namespace
+
+const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }
 
 Dtype parse_dtype(const std::string& s, const std::string& what) {
-  if (s == "bf16") return Dtype::bf16;
-  if (s == "fp16") return Dtype::fp16;
-  if (s == "fp8") return Dtype::fp8;
-  throw_input(what, "", fmt::format("expected bf16, fp16 or fp8, got '{}'", s));
+  if (auto d = detail::from_name<Dtype>(kDtypeNames, s)) return *d;
+  throw_input(what, "", fmt::format("expected {}, got '{}'", detail::names_list(kDtypeNames), s));
 }
 
 void validate(const JobSpec& j) {

@@ -6,19 +6,16 @@
 #include <fmt/format.h>
 
 #include "topoplan/error.hpp"
+#include "detail/names.hpp"
 
 namespace topoplan {
 
-const char* to_string(Dim d) {
-  switch (d) {
-    case Dim::tp: return "tp";
-    case Dim::cp: return "cp";
-    case Dim::ep: return "ep";
-    case Dim::dp: return "dp";
-    case Dim::pp: return "pp";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<const char*, kDims> kDimNames{"tp", "cp", "ep", "dp", "pp"};
+constexpr std::array<const char*, 3> kRecomputeNames{"none", "selective", "full"};
+}  // namespace
+
+const char* to_string(Dim d) { return detail::name_of(kDimNames, d); }
 
 std::int64_t StageLayers::max() const { return std::max({first, middle, last}); }
 
@@ -47,20 +44,11 @@ std::string degrees_string(const Plan& p, bool with_dp) {
   return out;
 }
 
-const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "none";
-}
+const char* to_string(Recompute r) { return detail::name_of(kRecomputeNames, r); }
 
 Recompute parse_recompute(const std::string& s, const std::string& what) {
-  if (s == "none") return Recompute::none;
-  if (s == "selective") return Recompute::selective;
-  if (s == "full") return Recompute::full;
-  throw_input(what, "", fmt::format("expected none, selective or full, got '{}'", s));
+  if (auto r = detail::from_name<Recompute>(kRecomputeNames, s)) return *r;
+  throw_input(what, "", fmt::format("expected {}, got '{}'", detail::names_list(kRecomputeNames), s));
 }
 
 std::int64_t Plan::world() const {
@@ -106,9 +94,7 @@ Order parse_order(const std::string& s, const std::string& what) {
     std::size_t end = s.find('-', start);
     if (end == std::string::npos) end = s.size();
     std::string tok = s.substr(start, end - start);
-    std::optional<Dim> found;
-    for (Dim d : kDefaultOrder)
-      if (tok == to_string(d)) found = d;
+    const std::optional<Dim> found = detail::from_name<Dim>(kDimNames, tok);
     if (!found)
       throw_input(what, "",
                   fmt::format("expected dimensions tp, cp, ep, dp, pp joined by '-', got '{}'", s));

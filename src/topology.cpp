@@ -6,29 +6,27 @@
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/units.hpp"
+#include "detail/names.hpp"
 
 namespace topoplan {
 namespace {
 
-Arch parse_arch(const detail::JsonCursor& c, std::string_view key) {
-  const std::string s = c.string(key);
-  for (int i = 0; i < kArchs; ++i)
-    if (s == to_string(static_cast<Arch>(i))) return static_cast<Arch>(i);
-  c.fail(key, "ampere, hopper or blackwell");
-}
+constexpr std::array<const char*, kArchs> kArchNames{"ampere", "hopper", "blackwell"};
+constexpr std::array<const char*, kLinks> kLinkNames{"nvlink3", "nvlink4",    "nvlink5",
+                                                      "pcie",    "infiniband", "roce"};
 
-Link parse_link(const detail::JsonCursor& c, std::string_view key) {
-  const std::string s = c.string(key);
-  for (int i = 0; i < kLinks; ++i)
-    if (s == to_string(static_cast<Link>(i))) return static_cast<Link>(i);
-  c.fail(key, "nvlink3, nvlink4, nvlink5, pcie, infiniband or roce");
+/// An enum field read through its name table.
+template <class E, std::size_t N>
+E parse_named(const detail::JsonCursor& c, std::string_view key, const std::array<const char*, N>& names) {
+  if (auto e = detail::from_name<E>(names, c.string(key))) return *e;
+  c.fail(key, detail::names_list(names));
 }
 
 GpuSpec gpu_from(const detail::JsonCursor& c) {
   c.warn_unknown_keys({"name", "arch", "bf16_TFLOPs", "fp8_TFLOPs", "memory_GiB", "hbm_TBps"});
   GpuSpec g;
   g.name = c.string("name");
-  g.arch = parse_arch(c, "arch");
+  g.arch = parse_named<Arch>(c, "arch", kArchNames);
   g.peak_flops = units::from_TFLOPs(c.positive("bf16_TFLOPs"));
   g.peak_flops_fp8 = units::from_TFLOPs(c.non_negative_or("fp8_TFLOPs", 0));
   g.memory_bytes = units::from_GiB(c.positive("memory_GiB"));
@@ -44,26 +42,9 @@ void check_schema(const detail::JsonCursor& c, const char* expected) {
 
 }  // namespace
 
-const char* to_string(Arch a) {
-  switch (a) {
-    case Arch::ampere: return "ampere";
-    case Arch::hopper: return "hopper";
-    case Arch::blackwell: return "blackwell";
-  }
-  return "?";
-}
+const char* to_string(Arch a) { return detail::name_of(kArchNames, a); }
 
-const char* to_string(Link l) {
-  switch (l) {
-    case Link::nvlink3: return "nvlink3";
-    case Link::nvlink4: return "nvlink4";
-    case Link::nvlink5: return "nvlink5";
-    case Link::pcie: return "pcie";
-    case Link::infiniband: return "infiniband";
-    case Link::roce: return "roce";
-  }
-  return "?";
-}
+const char* to_string(Link l) { return detail::name_of(kLinkNames, l); }
 
 GpuSpec parse_gpu_json(const std::string& text, const std::string& source) {
   auto doc = detail::parse_json(text, source);
@@ -131,7 +112,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
     tier.fanout = static_cast<int>(i == 0 ? t.positive_int("fanout")
                                           : t.int_at_least_or("fanout", 0, 0));
-    if (t.has("link")) tier.link = parse_link(t, "link");
+    if (t.has("link")) tier.link = parse_named<Link>(t, "link", kLinkNames);
     else tier.link = i == 0 ? Link::nvlink4 : Link::infiniband;
     tier.bandwidth = units::from_GBps(t.positive("bandwidth_GBps"));
     tier.latency = units::from_us(t.positive_or("latency_us", 0.0));

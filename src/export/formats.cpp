@@ -2,29 +2,20 @@
 
 #include "topoplan/error.hpp"
 #include "topoplan/export.hpp"
+#include "detail/names.hpp"
 
 namespace topoplan {
 
-const char* to_string(ExportFormat f) {
-  switch (f) {
-    case ExportFormat::json: return "json";
-    case ExportFormat::megatron: return "megatron";
-    case ExportFormat::devicemesh: return "devicemesh";
-    case ExportFormat::torchrun: return "torchrun";
-    case ExportFormat::slurm: return "slurm";
-    case ExportFormat::deepspeed: return "deepspeed";
-    case ExportFormat::openmpi: return "openmpi";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<const char*, 7> kFormatNames{"json",  "megatron",  "devicemesh", "torchrun",
+                                                  "slurm", "deepspeed", "openmpi"};
+}  // namespace
+
+const char* to_string(ExportFormat f) { return detail::name_of(kFormatNames, f); }
 
 ExportFormat parse_export_format(const std::string& s, const std::string& what) {
-  for (ExportFormat f : kAllExportFormats)
-    if (s == to_string(f)) return f;
-  throw_input(what, "",
-              fmt::format("expected json, megatron, devicemesh, torchrun, slurm, deepspeed or "
-                          "openmpi, got '{}'",
-                          s));
+  if (auto f = detail::from_name<ExportFormat>(kFormatNames, s)) return *f;
+  throw_input(what, "", fmt::format("expected {}, got '{}'", detail::names_list(kFormatNames), s));
 }
 
 const char* export_file_name(ExportFormat f) {
