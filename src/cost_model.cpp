@@ -106,16 +106,7 @@ double exposed_comm(const Evaluation& e, Dim d) {
   }
 }
 
-double total_comm(const Evaluation& e, Dim d) {
-  switch (d) {
-    case Dim::tp: return e.comm.tp;
-    case Dim::cp: return e.comm.cp;
-    case Dim::ep: return e.comm.ep;
-    case Dim::pp: return e.comm.pp;
-    case Dim::dp: return e.comm.dp;
-    default: return 0;
-  }
-}
+double total_comm(const Evaluation& e, Dim d) { return e.comm[d]; }
 
 namespace {
 
@@ -326,11 +317,11 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.time.pp = pipe.exposed;
   e.time.dp = dp.exposed;
   e.time.optimizer = core.optimizer_time;
-  e.comm.tp = mbs * tp.total;
-  e.comm.cp = mbs * cp.total;
-  e.comm.ep = mbs * ep.comm.total;
-  e.comm.pp = pipe.total;
-  e.comm.dp = dp.total;
+  e.comm[Dim::tp] = mbs * tp.total;
+  e.comm[Dim::cp] = mbs * cp.total;
+  e.comm[Dim::ep] = mbs * ep.comm.total;
+  e.comm[Dim::pp] = pipe.total;
+  e.comm[Dim::dp] = dp.total;
   e.memory = core.memory;
   e.fits = core.fits;
 

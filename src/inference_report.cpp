@@ -126,13 +126,7 @@ std::string inference_search_json(const InferenceContext& ctx, const InferenceSe
   return j.dump(2) + "\n";
 }
 
-}  // namespace topoplan
-
-namespace topoplan::detail {
-
-using nlohmann::ordered_json;
-
-ordered_json to_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
+nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
   const auto& c = ctx.cluster;
   ordered_json j;
   detail::put_inputs(j, kInferenceSchema, c, ctx.model);
@@ -179,4 +173,4 @@ ordered_json to_json(const InferenceContext& ctx, const Plan& p, const Inference
   return j;
 }
 
-}  // namespace topoplan::detail
+}  // namespace topoplan

@@ -104,45 +104,30 @@ std::string name_from_path(const std::string& source, const std::string& fallbac
 std::string model_config_json(const ModelSpec& m) {
   nlohmann::ordered_json j;
   j["name"] = m.name;
+  using Json = nlohmann::ordered_json;
   if (m.biases || m.positions > 0) {  // GPT-2 family: biases, LayerNorm, learned positions
-    j["n_embd"] = m.hidden;
-    j["n_layer"] = m.layers;
-    j["n_head"] = m.heads;
-    j["n_inner"] = m.ffn;
-    j["vocab_size"] = m.vocab;
-    j["n_positions"] = m.positions;
-    j["tie_word_embeddings"] = m.tied_embeddings;
+    j.update(Json{{"n_embd", m.hidden}, {"n_layer", m.layers}, {"n_head", m.heads},
+                  {"n_inner", m.ffn}, {"vocab_size", m.vocab}, {"n_positions", m.positions},
+                  {"tie_word_embeddings", m.tied_embeddings}});
     return j.dump();
   }
-  j["hidden_size"] = m.hidden;
-  j["num_hidden_layers"] = m.layers;
-  j["num_attention_heads"] = m.heads;
-  j["num_key_value_heads"] = m.kv_heads;
-  j["head_dim"] = m.head_dim;
-  j["intermediate_size"] = m.ffn;
-  j["vocab_size"] = m.vocab;
-  j["hidden_act"] = m.gated_mlp ? "silu" : "gelu";
-  j["tie_word_embeddings"] = m.tied_embeddings;
-  if (m.moe()) {
-    j["num_experts_per_tok"] = m.top_k;
-    if (m.shared_expert_ffn > 0) {  // Qwen-MoE keys carry the shared expert's own size
-      j["num_experts"] = m.experts;
-      j["moe_intermediate_size"] = m.expert_ffn;
-      j["shared_expert_intermediate_size"] = m.shared_experts * m.shared_expert_ffn;
-    } else {
-      j["n_routed_experts"] = m.experts;
-      j["moe_intermediate_size"] = m.expert_ffn;
-      j["n_shared_experts"] = m.shared_experts;
-      j["first_k_dense_replace"] = m.first_dense_layers;
-    }
-  }
-  if (m.mla()) {
-    j["q_lora_rank"] = m.q_lora_rank;
-    j["kv_lora_rank"] = m.kv_lora_rank;
-    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
-    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
-    j["v_head_dim"] = m.v_head_dim;
-  }
+  j.update(Json{{"hidden_size", m.hidden}, {"num_hidden_layers", m.layers},
+                {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads},
+                {"head_dim", m.head_dim}, {"intermediate_size", m.ffn}, {"vocab_size", m.vocab},
+                {"hidden_act", m.gated_mlp ? "silu" : "gelu"},
+                {"tie_word_embeddings", m.tied_embeddings}});
+  if (m.moe() && m.shared_expert_ffn > 0)  // Qwen-MoE keys carry the shared expert's own size
+    j.update(Json{{"num_experts_per_tok", m.top_k}, {"num_experts", m.experts},
+                  {"moe_intermediate_size", m.expert_ffn},
+                  {"shared_expert_intermediate_size", m.shared_experts * m.shared_expert_ffn}});
+  else if (m.moe())
+    j.update(Json{{"num_experts_per_tok", m.top_k}, {"n_routed_experts", m.experts},
+                  {"moe_intermediate_size", m.expert_ffn}, {"n_shared_experts", m.shared_experts},
+                  {"first_k_dense_replace", m.first_dense_layers}});
+  if (m.mla())
+    j.update(Json{{"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
+                  {"qk_nope_head_dim", m.qk_nope_head_dim}, {"qk_rope_head_dim", m.qk_rope_head_dim},
+                  {"v_head_dim", m.v_head_dim}});
   if (!m.source.empty()) j["source"] = m.source;
   return j.dump();
 }

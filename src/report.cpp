@@ -229,23 +229,11 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   return out;
 }
 
-}  // namespace topoplan
-
-namespace topoplan::detail {
-
-using nlohmann::ordered_json;
-
-ordered_json to_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
+nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   ordered_json j;
   detail::put_inputs(j, kPlanSchema, c, ctx.model);
-  j["job"] = {{"seq_len", ctx.job.seq_len},
-              {"global_batch", ctx.job.global_batch},
-              {"dtype", to_string(ctx.job.dtype)},
-              {"flash_attention", ctx.job.flash_attention},
-              {"tp_comm_overlap", ctx.job.tp_comm_overlap},
-              {"overlap_grad_reduce", ctx.job.overlap_grad_reduce},
-              {"overlap_p2p", ctx.job.overlap_p2p}};
+  j["job"] = detail::job_json(ctx.job);
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
   j["vpp"] = p.vpp;
@@ -297,4 +285,4 @@ ordered_json to_json(const RunContext& ctx, const Plan& p, const Evaluation& e) 
   return j;
 }
 
-}  // namespace topoplan::detail
+}  // namespace topoplan

@@ -309,11 +309,7 @@ std::vector<Plan> list_degrees(const Model& m, const JobSpec& j, const SearchOpt
             continue;
           }
           Plan p;
-          p[Dim::tp] = tp;
-          p[Dim::cp] = cp;
-          p[Dim::pp] = pp;
-          p[Dim::dp] = dp;
-          p[Dim::ep] = ep;
+          p.degree = DimArray<int>{{tp, cp, ep, dp, pp}};  // Dim order
           configs.push_back(p);
         }
       }

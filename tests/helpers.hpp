@@ -29,6 +29,21 @@ inline Plan plan(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp", i
   return p;
 }
 
+/// A dense transformer's shape (no biases, RMSNorm, rotary positions): head_dim = hidden / heads.
+inline ModelSpec dense_spec(const char* name, std::int64_t hidden, std::int64_t layers,
+                            std::int64_t heads, std::int64_t ffn, std::int64_t vocab, bool gated) {
+  ModelSpec s;
+  s.name = name;
+  s.hidden = hidden;
+  s.layers = layers;
+  s.heads = s.kv_heads = heads;
+  s.head_dim = hidden / heads;
+  s.ffn = ffn;
+  s.vocab = vocab;
+  s.gated_mlp = gated;
+  return s;
+}
+
 /// Evaluates a plan that must be valid, with the default calibration.
 inline Evaluation eval(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
   REQUIRE(check_plan(c, m, j, p) == PlanError::none);

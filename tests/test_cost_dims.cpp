@@ -3,6 +3,7 @@
 // per collective, 10 us more when it leaves the server; no NVLS.
 #include <catch2/catch.hpp>
 
+#include "helpers.hpp"
 #include "topoplan/cost_dims.hpp"
 #include "topoplan/cost_model.hpp"
 
@@ -145,18 +146,7 @@ namespace {
 /// Per layer: attention 4 h^2 = 4,194,304, MLP 2 x 1024 x 4096 = 8,388,608, norms 2,048
 /// parameters; forward matmul FLOPs per token 2 x 12,582,912 = 25,165,824; attention scores
 /// 4 x 1024 = 4,096 FLOPs per token per unit of sequence; logits 2 x 1000 x 1024 = 2,048,000.
-Model small_model() {
-  ModelSpec s;
-  s.name = "small";
-  s.hidden = 1024;
-  s.layers = 4;
-  s.heads = 8;
-  s.kv_heads = 8;
-  s.head_dim = 128;
-  s.ffn = 4096;
-  s.vocab = 1000;
-  return Model(s);
-}
+Model small_model() { return Model(test::dense_spec("small", 1024, 4, 8, 4096, 1000, false)); }
 
 Plan one_gpu() {
   Plan p;

@@ -69,7 +69,7 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   // 6 + 7 x 0.6 us + 7/8 x 67108864 / 369e9. The fill and the drain each wait for 3 of them.
   const double p2p = 32e-6 + 8388608 / 43e9 + 10.2e-6 + 0.875 * 67108864 / 369e9;
   CHECK(e.time.pp == Approx(6 * p2p).epsilon(1e-9));
-  CHECK(e.comm.pp == Approx(128 * 2 * p2p).epsilon(1e-9));
+  CHECK(e.comm[Dim::pp] == Approx(128 * 2 * p2p).epsilon(1e-9));
   // 1F1B bubble: (pp - 1) x one microbatch's compute and TP time.
   CHECK(e.time.bubble == Approx(3 * (t_mb + 80 * ar)).epsilon(1e-9));
   // The parts add up.

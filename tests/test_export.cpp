@@ -44,11 +44,7 @@ Groups megatron_groups(const std::vector<std::pair<std::string, int>>& order, co
 
 Plan make(int tp, int cp, int ep, int dp, int pp, Order order = kDefaultOrder) {
   Plan p;
-  p[Dim::tp] = tp;
-  p[Dim::cp] = cp;
-  p[Dim::ep] = ep;
-  p[Dim::dp] = dp;
-  p[Dim::pp] = pp;
+  p.degree = DimArray<int>{{tp, cp, ep, dp, pp}};  // Dim order
   p.order = order;
   return p;
 }

@@ -17,19 +17,7 @@ InferenceEval run(const Cluster& c, const Model& m, const InferenceJob& j, const
   return evaluate_inference(c, m, j, p, Mapping::from_order(p), cal);
 }
 
-Model llama2_7b() {
-  ModelSpec s;
-  s.name = "llama2-7b";
-  s.hidden = 4096;
-  s.layers = 32;
-  s.heads = 32;
-  s.kv_heads = 32;
-  s.head_dim = 128;
-  s.ffn = 11008;
-  s.vocab = 32000;
-  s.gated_mlp = true;
-  return Model(s);
-}
+Model llama2_7b() { return Model(test::dense_spec("llama2-7b", 4096, 32, 32, 11008, 32000, true)); }
 
 }  // namespace
 

@@ -28,16 +28,16 @@ TEST_CASE("context parallelism: ring attention hides behind attention, costs acr
   Evaluation none = eval(c, m, j, plan(8, 1, 1, 4, 1));
   Evaluation cp = eval(c, m, j, plan(4, 2, 1, 4, 1));  // cp pairs inside a server
   // Activations per GPU: each CP rank keeps half the sequence (and TP halves differently).
-  CHECK(cp.comm.cp > 0);
-  CHECK(cp.time.cp <= cp.comm.cp);
+  CHECK(cp.comm[Dim::cp] > 0);
+  CHECK(cp.time.cp <= cp.comm[Dim::cp]);
   CHECK(cp.shapes[Dim::cp].span_tier == 0);
   // The same degrees with the CP pair split across servers exposes more of the exchange.
   Evaluation far = eval(c, m, j, plan(4, 2, 1, 4, 1, "tp-dp-pp-cp"));
   CHECK(far.shapes[Dim::cp].span_tier >= 1);
-  CHECK(far.comm.cp > cp.comm.cp);
+  CHECK(far.comm[Dim::cp] > cp.comm[Dim::cp]);
   CHECK(none.memory.activations > 0);
   // Gradients reduce over dp x cp: CP alone (dp = 1) still needs a reduction.
-  CHECK(cp.comm.dp > 0);
+  CHECK(cp.comm[Dim::dp] > 0);
   CHECK(check_plan(c, m, j, plan(4, 3, 1, 4, 1)) != PlanError::none);
 }
 

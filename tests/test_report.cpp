@@ -11,10 +11,7 @@ TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up"
   Cluster c = test::preset_cluster("dgx-h100", 16);
   Model m = test::preset_model("llama3-70b");
   JobSpec j;
-  Plan p;
-  p[Dim::tp] = 8;
-  p[Dim::pp] = 4;
-  p[Dim::dp] = 4;
+  const Plan p = test::plan(8, 4, 4);
   Evaluation e = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
   auto doc = nlohmann::json::parse(evaluation_json(RunContext{c, m, j, Calibration{}}, p, e));
   CHECK(doc["schema"] == "topoplan.plan/v1");

@@ -133,7 +133,7 @@ TEST_CASE("oversubscription compounds: 2:1 at the spine and 2:1 at the core leav
   const Evaluation e_core = test::eval(Cluster(core_only, "t"), m, j, p);
   const Evaluation e_both = test::eval(Cluster(both, "t"), m, j, p);
   CHECK(e_core.shapes[Dim::dp].span_tier == 3);
-  CHECK(e_both.comm.dp > 1.8 * e_core.comm.dp);
+  CHECK(e_both.comm[Dim::dp] > 1.8 * e_core.comm[Dim::dp]);
 }
 
 TEST_CASE("a cluster spec written as JSON reads back to the same cluster") {

@@ -37,15 +37,6 @@ struct ComputeSplit {
   double elementwise = 0;
 };
 
-/// Seconds per step each dimension spends communicating, hidden or not.
-struct CommTotals {
-  double tp = 0;
-  double cp = 0;
-  double ep = 0;
-  double pp = 0;
-  double dp = 0;
-};
-
 /// Bytes per GPU on the most loaded pipeline stage.
 struct MemoryBreakdown {
   double weights = 0;
@@ -70,7 +61,7 @@ struct Evaluation {
   int microbatches = 0;        ///< per pipeline per step
   TimeBreakdown time;
   ComputeSplit compute;
-  CommTotals comm;
+  DimArray<double> comm{};  ///< seconds per step each dimension communicates, hidden or not
   MemoryBreakdown memory;
   DimArray<GroupShape> shapes{};      ///< worst group shape per dimension
   DimArray<Algorithm> algorithms{};   ///< collective chosen per dimension

@@ -51,9 +51,7 @@ int run_check_cmd(const CheckArgs& a) {
 
 Runner register_check(CLI::App& cmd) {
   auto a = std::make_shared<CheckArgs>();
-  add_input_options(cmd, a->in);
-  add_plan_options(cmd, a->plan);
-  add_inference_options(cmd, a->inf, false);
+  add_plan_under_test_options(cmd, a->in, a->plan, &a->inf);
   cmd.add_option("--max-slowdown", a->rules.max_slowdown,
                  "fail when the step time exceeds this x the best mapping of the same degrees")
       ->capture_default_str();

@@ -47,9 +47,7 @@ int run_evaluate(const EvaluateArgs& a) {
 
 Runner register_evaluate(CLI::App& cmd) {
   auto a = std::make_shared<EvaluateArgs>();
-  add_input_options(cmd, a->in);
-  add_plan_options(cmd, a->plan);
-  add_inference_options(cmd, a->inf, false);
+  add_plan_under_test_options(cmd, a->in, a->plan, &a->inf);
   add_output_options(cmd, a->out, {"table", "json"});
   return [a] { return run_evaluate(*a); };
 }

@@ -63,8 +63,7 @@ int run_export(const ExportArgs& a) {
 
 Runner register_export(CLI::App& cmd) {
   auto a = std::make_shared<ExportArgs>();
-  add_input_options(cmd, a->in);
-  add_plan_options(cmd, a->plan);
+  add_plan_under_test_options(cmd, a->in, a->plan, nullptr);
   cmd.add_option("--hosts", a->hosts_file, "one hostname per server (default node000, node001, ...)");
   cmd.add_option("--out-dir", a->out_dir, "write every format into this directory");
   cmd.add_option("--script", a->opt.script, "training script for torchrun.sh")->capture_default_str();

@@ -90,17 +90,17 @@ int run_plan(const PlanArgs& a) {
 Runner register_plan(CLI::App& cmd) {
   auto a = std::make_shared<PlanArgs>();
   add_input_options(cmd, a->in);
-  cmd.add_option("--tp", a->tp, "fix the tensor-parallel degree (default: searched)");
-  cmd.add_option("--pp", a->pp, "fix the pipeline-parallel degree (default: searched)");
-  cmd.add_option("--dp", a->dp, "fix the data-parallel degree (default: searched)");
-  cmd.add_option("--cp", a->cp, "fix the context-parallel degree (default: searched)");
-  cmd.add_option("--ep", a->ep, "fix the expert-parallel degree (MoE; default: searched)");
-  cmd.add_option("--max-tp", a->max_tp, "search tp up to this");
+  for (auto [flag, value, what] :
+       {std::tuple{"--tp", &a->tp, "tensor-parallel degree"}, {"--pp", &a->pp, "pipeline-parallel degree"},
+        {"--dp", &a->dp, "data-parallel degree"}, {"--cp", &a->cp, "context-parallel degree"},
+        {"--ep", &a->ep, "expert-parallel degree (MoE)"}})
+    cmd.add_option(flag, *value, fmt::format("fix the {} (default: searched)", what));
+  for (auto [flag, value, dim] : {std::tuple{"--max-tp", &a->max_tp, "tp"}, {"--max-ep", &a->max_ep, "ep"},
+                                  {"--max-pp", &a->max_pp, "pp"}})
+    cmd.add_option(flag, *value, fmt::format("search {} up to this", dim));
   cmd.add_option("--max-cp", a->max_cp,
                  "search cp up to this (and while each rank keeps >= 2048 tokens per sequence)")
       ->capture_default_str();
-  cmd.add_option("--max-ep", a->max_ep, "search ep up to this");
-  cmd.add_option("--max-pp", a->max_pp, "search pp up to this");
   cmd.add_option("--threads", a->threads, "worker threads (default: every core); same result for any");
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");

@@ -71,6 +71,13 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
                  "the Megatron-LM arguments a training script passes, as one string");
 }
 
+void add_plan_under_test_options(CLI::App& cmd, InputOptions& in, PlanOptions& plan,
+                                 InferenceOptions* inf) {
+  add_input_options(cmd, in);
+  add_plan_options(cmd, plan);
+  if (inf) add_inference_options(cmd, *inf, false);
+}
+
 void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
   cmd.add_flag("--inference", o.enabled, "plan serving (prefill + decode) instead of training");
   cmd.add_option("--prompt-len", o.prompt_len, "(inference) prompt tokens")->capture_default_str();

@@ -91,6 +91,10 @@ void add_input_options(CLI::App& cmd, InputOptions& o);
 /// `searched`: the help says the default is searched (plan) rather than a fixed value.
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched);
 void add_plan_options(CLI::App& cmd, PlanOptions& o);
+/// The options of a command that takes one plan under test (evaluate, check, export): inputs,
+/// the plan, and the serving workload when `inf` is given.
+void add_plan_under_test_options(CLI::App& cmd, InputOptions& in, PlanOptions& plan,
+                                 InferenceOptions* inf);
 /// `search`: also the objective and the latency bounds (plan).
 void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search);
 /// The inference workload; the weights' format is --dtype (bf16, fp16 or fp8).

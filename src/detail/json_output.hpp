@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "topoplan/job.hpp"
 #include "topoplan/model.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/topology.hpp"
@@ -24,6 +25,17 @@ inline double sig(double v, int digits = 6) {
 inline void put_specs(nlohmann::ordered_json& j, const Cluster& c, const Model& m) {
   if (!is_preset(c.spec())) j["cluster_spec"] = nlohmann::ordered_json::parse(cluster_json(c.spec()));
   if (!is_preset(m.spec)) j["model_spec"] = nlohmann::ordered_json::parse(model_config_json(m.spec));
+}
+
+/// The job's fields, as plans and rank files record them.
+inline nlohmann::ordered_json job_json(const JobSpec& job) {
+  return {{"seq_len", job.seq_len},
+          {"global_batch", job.global_batch},
+          {"dtype", to_string(job.dtype)},
+          {"flash_attention", job.flash_attention},
+          {"tp_comm_overlap", job.tp_comm_overlap},
+          {"overlap_grad_reduce", job.overlap_grad_reduce},
+          {"overlap_p2p", job.overlap_p2p}};
 }
 
 /// "schema", then what was planned: model, cluster, gpu, nodes, gpus.

@@ -23,14 +23,9 @@ std::string export_ranks_json(const ExportContext& x) {
   j["plan"] = plan;
   j["inputs"] = {{"cluster", x.options.cluster_arg},
                  {"nodes", run.cluster.spec().nodes},
-                 {"model", x.options.model_arg},
-                 {"seq_len", run.job.seq_len},
-                 {"global_batch", run.job.global_batch},
-                 {"dtype", to_string(run.job.dtype)},
-                 {"flash_attention", run.job.flash_attention},
-                 {"tp_comm_overlap", run.job.tp_comm_overlap},
-                 {"overlap_grad_reduce", run.job.overlap_grad_reduce},
-                 {"overlap_p2p", run.job.overlap_p2p}};
+                 {"model", x.options.model_arg}};
+  const auto job = detail::job_json(run.job);
+  for (const auto& [key, value] : job.items()) j["inputs"][key] = value;
   detail::put_specs(j["inputs"], run.cluster, run.model);
   j["fingerprints"] = {{"cluster", fingerprint(run.cluster)},
                        {"model", fingerprint(run.model)},
