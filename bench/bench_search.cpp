@@ -46,8 +46,8 @@ void BM_EvaluateOnePlan(benchmark::State& state) {
     Evaluation e = evaluate(c, m, j, p, map, cal);
     benchmark::DoNotOptimize(e);
   }
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                     benchmark::Counter::kIsRate);
+  state.counters["plans_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 /// A full search; the argument is the thread count.
@@ -87,8 +87,20 @@ void BM_Search_Llama405B_131072xH100(benchmark::State& s) {
 }  // namespace
 
 BENCHMARK(BM_EvaluateOnePlan);
-BENCHMARK(BM_Search_Llama405B_16384xH100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Search_DeepSeekV3_2048xH800)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Search_Llama405B_131072xH100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Search_Llama405B_16384xH100)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Search_DeepSeekV3_2048xH800)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Search_Llama405B_131072xH100)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

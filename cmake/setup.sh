@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev catch2)
+packages=(g++ cmake make libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev catch2 clang-format python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

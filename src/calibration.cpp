@@ -20,29 +20,36 @@ void add_link_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
     switch (static_cast<Link>(i)) {
       case Link::nvlink3:
         src = "nccl-tests issue 175: ~230 of 300 GB/s all-reduce busbw on 8 x A100";
-        lat = "nccl-tests issue 123: 33.7 us for a tiny ring all-reduce on 8 A100 = 6 us + 14 steps";
+        lat =
+            "nccl-tests issue 123: 33.7 us for a tiny ring all-reduce on 8 A100 = 6 us + 14 steps";
         break;
       case Link::nvlink4:
-        src = "nccl-tests issue 212: ~370 of 450 GB/s ring busbw on 8 x H100; NVLS ~480 (dgxc-benchmarking)";
+        src =
+            "nccl-tests issue 212: ~370 of 450 GB/s ring busbw on 8 x H100; NVLS ~480 "
+            "(dgxc-benchmarking)";
         lat = "dgxc-benchmarking: 13-17 us small all-reduces on 8 H100 = 6 us + 14 steps";
         break;
       case Link::nvlink5: src = lat = "no measurement here: as nvlink4"; break;
       case Link::pcie: src = lat = "estimate: PCIe Gen4 x16 ~24-26 of 32 GB/s achieved"; break;
       case Link::infiniband:
         src = "nccl-tests issue 175: 86 of 100 GB/s busbw, 2 nodes x 4 HDR";
-        lat = "nccl issue 1244: ~47 us tiny all-reduce on 2 x 8 GPUs over NDR = 6 + 20 us base + tree "
-              "(2 x (7 NVLink steps + 1 network step))";
+        lat =
+            "nccl issue 1244: ~47 us tiny all-reduce on 2 x 8 GPUs over NDR = 6 + 20 us base + "
+            "tree "
+            "(2 x (7 NVLink steps + 1 network step))";
         break;
       case Link::roce: src = lat = "estimate: slightly below InfiniBand"; break;
     }
-    out.push_back({"link." + name + ".bw_fraction", &l.bw_fraction, 1, "fraction of line rate", src});
+    out.push_back(
+        {"link." + name + ".bw_fraction", &l.bw_fraction, 1, "fraction of line rate", src});
     out.push_back({"link." + name + ".step_latency_us", &l.step_latency, 1e6, "us", lat});
-    out.push_back({"link." + name + ".nvls_bw_fraction", &l.nvls_bw_fraction, 1,
-                   "fraction of line rate (0: none)",
-                   i == static_cast<int>(Link::nvlink4) || i == static_cast<int>(Link::nvlink5)
-                       ? "dgxc-benchmarking nccl README: NVLS all-reduce busbw 237 GB/s at 16 MiB and "
-                         "~480 at 1 GiB on 8 x H100: fitted as 60 us + 1.75 S / (450 x 1.084 GB/s)"
-                       : "no in-switch reduction"});
+    out.push_back(
+        {"link." + name + ".nvls_bw_fraction", &l.nvls_bw_fraction, 1,
+         "fraction of line rate (0: none)",
+         i == static_cast<int>(Link::nvlink4) || i == static_cast<int>(Link::nvlink5)
+             ? "dgxc-benchmarking nccl README: NVLS all-reduce busbw 237 GB/s at 16 MiB and "
+               "~480 at 1 GiB on 8 x H100: fitted as 60 us + 1.75 S / (450 x 1.084 GB/s)"
+             : "no in-switch reduction"});
   }
 }
 
@@ -96,7 +103,8 @@ void apply_calibration_json(const std::string& text, const std::string& source, 
       if (candidate.key == key) e = &candidate;
     if (!e) {  // the same policy as every topoplan format: warn, name the closest key
       warn_input(source, key,
-                 detail::unknown_key_message(key, known) + "; topoplan calibrate --constants lists the keys");
+                 detail::unknown_key_message(key, known) +
+                     "; topoplan calibrate --constants lists the keys");
       continue;
     }
     if (!value.is_number() || value.get<double>() < 0)

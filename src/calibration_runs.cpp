@@ -1,13 +1,14 @@
 #include "topoplan/calibration_runs.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
-#include "topoplan/presets.hpp"
 #include "topoplan/inference.hpp"
+#include "topoplan/presets.hpp"
 #include "topoplan/search.hpp"
 
 namespace topoplan {
@@ -28,7 +29,8 @@ Cluster run_cluster(const detail::JsonCursor& r) {
   return Cluster(cs, r.source());
 }
 
-void predict_collective(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+void predict_collective(const detail::JsonCursor& r, const Calibration& cal,
+                        CalibrationResult& out) {
   Cluster c = run_cluster(r);
   const Fabric f = make_fabric(c, cal);
   std::vector<int> all(static_cast<std::size_t>(c.gpu_count()));
@@ -36,16 +38,17 @@ void predict_collective(const detail::JsonCursor& r, const Calibration& cal, Cal
   const GroupShape g = shape_of_devices(c, all);
   const double bytes = r.positive("bytes");
   const std::string alg = r.string("algorithm");
-  CollectiveCost cost = alg == "ring" ? ring_all_reduce(f, g, bytes)
+  CollectiveCost cost = alg == "ring"   ? ring_all_reduce(f, g, bytes)
                         : alg == "nvls" ? nvls_all_reduce(f, g, bytes)
                                         : all_reduce(f, g, bytes);
   const double n = g.size;
-  out.predicted = out.metric == "busbw_GBps" ? bytes / cost.time * 2 * (n - 1) / n / 1e9
-                                             : cost.time * 1e6;
+  out.predicted =
+      out.metric == "busbw_GBps" ? bytes / cost.time * 2 * (n - 1) / n / 1e9 : cost.time * 1e6;
   out.note = fmt::format("{} GPUs, {} B, {}", g.size, bytes, to_string(cost.algorithm));
 }
 
-void predict_inference(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
+                       CalibrationResult& out) {
   Cluster c = run_cluster(r);
   Model m(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
   auto w = r.at("inference");
@@ -97,17 +100,19 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   opt.vpp = fixed_or_search("vpp");
   opt.top_k = 1;
   SearchResult res = search(c, m, j, cal, opt);
-  const Candidate* best = res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr)
-                                          : &res.top.front();
+  const Candidate* best =
+      res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr) : &res.top.front();
   if (!best) throw std::runtime_error(out.name + ": no valid plan");
   const Evaluation& e = best->eval;
   const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
-  if (out.metric == "iteration_time_s") out.predicted = e.step_time;
-  else if (out.metric == "mfu") out.predicted = e.mfu;
+  if (out.metric == "iteration_time_s")
+    out.predicted = e.step_time;
+  else if (out.metric == "mfu")
+    out.predicted = e.mfu;
   else
-    out.predicted = tokens * hardware_flops_per_token(m, static_cast<double>(j.seq_len),
-                                                      best->plan.recompute) /
-                    e.step_time / c.gpu_count() / 1e12;
+    out.predicted =
+        tokens * hardware_flops_per_token(m, static_cast<double>(j.seq_len), best->plan.recompute) /
+        e.step_time / c.gpu_count() / 1e12;
   out.note = fmt::format("micro-batch {}, vpp {}{}", best->plan.micro_batch, best->plan.vpp,
                          e.fits ? "" : ", DOES NOT FIT in memory");
 }
@@ -128,9 +133,12 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
     res.metric = r.at("measured").string("metric");
     res.measured = r.at("measured").positive("value");
     res.checked = r.boolean_or("checked", true);
-    if (r.has("collective")) predict_collective(r, cal, res);
-    else if (r.has("inference")) predict_inference(r, cal, res);
-    else predict_training(r, cal, res);
+    if (r.has("collective"))
+      predict_collective(r, cal, res);
+    else if (r.has("inference"))
+      predict_inference(r, cal, res);
+    else
+      predict_training(r, cal, res);
     if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
     out.push_back(res);
   }
@@ -154,9 +162,14 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
     j["max_abs_error"] = worst;
     auto rows = nlohmann::ordered_json::array();
     for (const auto& x : r)
-      rows.push_back({{"name", x.name}, {"metric", x.metric}, {"measured", x.measured},
-                      {"predicted", x.predicted}, {"error", x.error()}, {"checked", x.checked},
-                      {"note", x.note}, {"source", x.source}});
+      rows.push_back({{"name", x.name},
+                      {"metric", x.metric},
+                      {"measured", x.measured},
+                      {"predicted", x.predicted},
+                      {"error", x.error()},
+                      {"checked", x.checked},
+                      {"note", x.note},
+                      {"source", x.source}});
     j["runs"] = rows;
     return j.dump(2) + "\n";
   }

@@ -25,28 +25,29 @@ std::string where(const Cluster& c, const GroupShape& g) {
 
 std::string plan_words(const Plan& p) {
   return fmt::format("{} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})", degrees_string(p),
-                     p.micro_batch, short_order_string(p),
-                     p.zero, to_string(p.recompute), p.sequence_parallel ? "on" : "off");
+                     p.micro_batch, short_order_string(p), p.zero, to_string(p.recompute),
+                     p.sequence_parallel ? "on" : "off");
 }
 
 /// A tier rule fires only when an order that keeps d's groups on a faster tier is materially
 /// faster by the cost model (step time below 1 / (1 + tier_min_gain) of this one's): keeping a
 /// group inside a server is a means, not an end, and it can cost the other dimensions more.
 void tier_findings(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
-                   const Evaluation& e, const std::vector<Candidate>& alts,
-                   const CheckOptions& opt, std::vector<Finding>& findings) {
+                   const Evaluation& e, const std::vector<Candidate>& alts, const CheckOptions& opt,
+                   std::vector<Finding>& findings) {
   const auto& c = ctx.cluster;
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep}) {
     if (plan[d] <= 1) continue;
     const Candidate* keep = nullptr;  // the fastest order with a smaller span for d
     for (const auto& alt : alts)
-      if (alt.eval.shapes[d].span_tier < e.shapes[d].span_tier && (!keep || ranks_before(alt, *keep)))
+      if (alt.eval.shapes[d].span_tier < e.shapes[d].span_tier &&
+          (!keep || ranks_before(alt, *keep)))
         keep = &alt;
     if (!keep || !(e.step_time > (1.0 + opt.tier_min_gain) * keep->eval.step_time)) continue;
-    std::string msg = fmt::format(
-        "{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d), plan[d],
-        sample_group(mapping, d), where(c, e.shapes[d]), short_order_string(keep->plan),
-        where(c, keep->eval.shapes[d]));
+    std::string msg =
+        fmt::format("{} groups of {} (first: {}) span {}; order {} keeps them on {}", to_string(d),
+                    plan[d], sample_group(mapping, d), where(c, e.shapes[d]),
+                    short_order_string(keep->plan), where(c, keep->eval.shapes[d]));
     const double mine = exposed_comm(e, d), best = exposed_comm(keep->eval, d);
     if (mine > 0 && best > 0)
       msg += fmt::format(": {} communication {:.1f}x slower ({:.2f} s vs {:.2f} s per step)",
@@ -73,8 +74,8 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
   const auto& c = ctx.cluster;
   PlanError err = check_plan(c, ctx.model, ctx.job, plan);
   if (err != PlanError::none) {
-    r.findings.push_back({"invalid-degrees", Severity::error,
-                          describe(err, c, ctx.model, ctx.job, plan)});
+    r.findings.push_back(
+        {"invalid-degrees", Severity::error, describe(err, c, ctx.model, ctx.job, plan)});
     return r;
   }
   const Evaluation e = evaluate(c, ctx.model, ctx.job, plan, mapping, ctx.cal);
@@ -103,11 +104,9 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
                        span_name(c, tp), to_string(d), span_name(c, g))});
   }
 
-  if (!e.fits)
-    r.findings.push_back({"memory", Severity::error, infeasible_reason(ctx, e)});
+  if (!e.fits) r.findings.push_back({"memory", Severity::error, infeasible_reason(ctx, e)});
 
-  if (r.best_same_degrees &&
-      e.step_time > opt.max_slowdown * r.best_same_degrees->eval.step_time)
+  if (r.best_same_degrees && e.step_time > opt.max_slowdown * r.best_same_degrees->eval.step_time)
     r.findings.push_back(
         {"mapping-slowdown", Severity::error,
          fmt::format("step time {:.3f} s is {:.2f}x the {:.3f} s of order {} with the same "
@@ -141,7 +140,8 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   PlanError err = check_inference_plan(c, ctx.model, plan);
   if (err != PlanError::none) {
     JobSpec none;
-    r.findings.push_back({"invalid-degrees", Severity::error, describe(err, c, ctx.model, none, plan)});
+    r.findings.push_back(
+        {"invalid-degrees", Severity::error, describe(err, c, ctx.model, none, plan)});
     return r;
   }
   const InferenceEval e = evaluate_inference(c, ctx.model, ctx.job, plan, mapping, ctx.cal);
@@ -151,8 +151,8 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   for (const Order& o : distinct_orders(plan)) {
     InferenceCandidate alt{plan, {}};
     alt.plan.order = o;
-    alt.eval = evaluate_inference(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan),
-                                  ctx.cal);
+    alt.eval =
+        evaluate_inference(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
     alts.push_back(alt);
   }
   for (const auto& alt : alts)
@@ -167,26 +167,28 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
     if (keep && e.token_latency > (1.0 + opt.tier_min_gain) * keep->eval.token_latency)
       r.findings.push_back(
           {"tp-tier", Severity::error,
-           fmt::format("tp groups of {} (first: {}) span {}; order {} keeps them on {}: every token "
-                       "pays {} all-reduces, {:.3f} ms instead of {:.3f} ms ({:.1f}x)",
-                       plan[Dim::tp], sample_group(mapping, Dim::tp), where(c, e.shapes[i]),
-                       short_order_string(keep->plan), where(c, keep->eval.shapes[i]),
-                       2 * ctx.model.spec.layers, e.decode.tp * 1e3, keep->eval.decode.tp * 1e3,
-                       e.decode.tp / keep->eval.decode.tp)});
+           fmt::format(
+               "tp groups of {} (first: {}) span {}; order {} keeps them on {}: every token "
+               "pays {} all-reduces, {:.3f} ms instead of {:.3f} ms ({:.1f}x)",
+               plan[Dim::tp], sample_group(mapping, Dim::tp), where(c, e.shapes[i]),
+               short_order_string(keep->plan), where(c, keep->eval.shapes[i]),
+               2 * ctx.model.spec.layers, e.decode.tp * 1e3, keep->eval.decode.tp * 1e3,
+               e.decode.tp / keep->eval.decode.tp)});
   }
   if (!e.fits)
-    r.findings.push_back({"memory", Severity::error,
-                          fmt::format("needs {:.1f} GiB per GPU (KV cache {:.1f}); the {} has {:.1f} GiB",
-                                      e.memory_total() / units::kGiB, e.memory_kv / units::kGiB,
-                                      c.gpu().name, c.gpu().memory_bytes / units::kGiB)});
+    r.findings.push_back(
+        {"memory", Severity::error,
+         fmt::format("needs {:.1f} GiB per GPU (KV cache {:.1f}); the {} has {:.1f} GiB",
+                     e.memory_total() / units::kGiB, e.memory_kv / units::kGiB, c.gpu().name,
+                     c.gpu().memory_bytes / units::kGiB)});
   if (best && e.token_latency > opt.max_slowdown * best->eval.token_latency)
     r.findings.push_back(
         {"mapping-slowdown", Severity::error,
-         fmt::format("{:.3f} ms per token is {:.2f}x the {:.3f} ms of order {} with the same degrees "
-                     "(limit {:.2f}x)",
-                     e.token_latency * 1e3, e.token_latency / best->eval.token_latency,
-                     best->eval.token_latency * 1e3, short_order_string(best->plan),
-                     opt.max_slowdown)});
+         fmt::format(
+             "{:.3f} ms per token is {:.2f}x the {:.3f} ms of order {} with the same degrees "
+             "(limit {:.2f}x)",
+             e.token_latency * 1e3, e.token_latency / best->eval.token_latency,
+             best->eval.token_latency * 1e3, short_order_string(best->plan), opt.max_slowdown)});
   InferenceSearchOptions all;
   all.top_k = 1;
   InferenceSearchResult overall = search_inference(c, ctx.model, ctx.job, ctx.cal, all);
@@ -198,8 +200,8 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
            fmt::format("{:.3f} ms per token is {:.2f}x the best plan, {} ({}): {:.3f} ms "
                        "(limit {:.2f}x)",
                        e.token_latency * 1e3, e.token_latency / b.eval.token_latency,
-                       degrees_string(b.plan, false), short_order_string(b.plan), b.eval.token_latency * 1e3,
-                       opt.max_gap)});
+                       degrees_string(b.plan, false), short_order_string(b.plan),
+                       b.eval.token_latency * 1e3, opt.max_gap)});
   }
   return r;
 }

@@ -1,6 +1,7 @@
 #include "topoplan/check_report.hpp"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "detail/report_json.hpp"
@@ -9,13 +10,28 @@
 namespace topoplan {
 namespace {
 
+std::string findings_text(const CheckResult& r) {
+  std::string out;
+  for (const auto& f : r.findings)
+    out += fmt::format("{} [{}] {}\n", to_string(f.severity), f.rule, f.message);
+  int errors = 0, warnings = 0;
+  for (const auto& f : r.findings) (f.severity == Severity::error ? errors : warnings)++;
+  out += fmt::format("{}{} error{}, {} warning{}\n", r.findings.empty() ? "" : "\n", errors,
+                     errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  return out + (r.passed() ? "PASS\n" : "FAIL\n");
+}
+
 std::string github_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
-    if (ch == '%') out += "%25";
-    else if (ch == '\r') out += "%0D";
-    else if (ch == '\n') out += "%0A";
-    else out += ch;
+    if (ch == '%')
+      out += "%25";
+    else if (ch == '\r')
+      out += "%0D";
+    else if (ch == '\n')
+      out += "%0A";
+    else
+      out += ch;
   }
   return out;
 }
@@ -39,38 +55,19 @@ std::string xml_escape(const std::string& s) {
 
 std::string check_text(const RunContext& ctx, const CheckResult& r) {
   std::string out = "topoplan check: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
-                     "sequence parallelism {}\n",
-                     degrees_string(r.plan), r.plan.micro_batch,
-                     short_order_string(r.plan), r.plan.zero, to_string(r.plan.recompute),
-                     r.plan.sequence_parallel ? "on" : "off");
+  out += fmt::format(
+      "plan: {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
+      "sequence parallelism {}\n",
+      degrees_string(r.plan), r.plan.micro_batch, short_order_string(r.plan), r.plan.zero,
+      to_string(r.plan.recompute), r.plan.sequence_parallel ? "on" : "off");
   if (r.eval)
     out += fmt::format("predicted step time {:.3f} s, MFU {:.1f}%, {:.1f} GiB per GPU\n",
                        r.eval->step_time, 100 * r.eval->mfu,
                        r.eval->memory.total() / (1024.0 * 1024 * 1024));
-  out += "\n";
-  for (const auto& f : r.findings)
-    out += fmt::format("{} [{}] {}\n", to_string(f.severity), f.rule, f.message);
-  int errors = 0, warnings = 0;
-  for (const auto& f : r.findings) (f.severity == Severity::error ? errors : warnings)++;
-  out += fmt::format("{}{} error{}, {} warning{}\n", r.findings.empty() ? "" : "\n",
-                     errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
-  out += r.passed() ? "PASS\n" : "FAIL\n";
-  return out;
+  return out + "\n" + findings_text(r);
 }
 
 namespace {
-
-std::string findings_text(const CheckResult& r) {
-  std::string out;
-  for (const auto& f : r.findings)
-    out += fmt::format("{} [{}] {}\n", to_string(f.severity), f.rule, f.message);
-  int errors = 0, warnings = 0;
-  for (const auto& f : r.findings) (f.severity == Severity::error ? errors : warnings)++;
-  out += fmt::format("{}{} error{}, {} warning{}\n", r.findings.empty() ? "" : "\n", errors,
-                     errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
-  return out + (r.passed() ? "PASS\n" : "FAIL\n");
-}
 
 nlohmann::ordered_json findings_json(const CheckResult& r) {
   nlohmann::ordered_json j;
@@ -78,7 +75,8 @@ nlohmann::ordered_json findings_json(const CheckResult& r) {
   j["passed"] = r.passed();
   auto findings = nlohmann::ordered_json::array();
   for (const auto& f : r.findings)
-    findings.push_back({{"rule", f.rule}, {"severity", to_string(f.severity)}, {"message", f.message}});
+    findings.push_back(
+        {{"rule", f.rule}, {"severity", to_string(f.severity)}, {"message", f.message}});
   j["findings"] = findings;
   return j;
 }
@@ -91,15 +89,17 @@ std::string check_text(const InferenceContext& ctx, const CheckResult& r) {
   out += fmt::format("plan: {}, order {}\n", degrees_string(r.plan, false),
                      short_order_string(r.plan));
   if (r.inference)
-    out += fmt::format("predicted {:.3f} ms per token, {:.2f} ms to first token, {:.1f} GiB per GPU\n",
-                       r.inference->token_latency * 1e3, r.inference->ttft * 1e3,
-                       r.inference->memory_total() / (1024.0 * 1024 * 1024));
+    out +=
+        fmt::format("predicted {:.3f} ms per token, {:.2f} ms to first token, {:.1f} GiB per GPU\n",
+                    r.inference->token_latency * 1e3, r.inference->ttft * 1e3,
+                    r.inference->memory_total() / (1024.0 * 1024 * 1024));
   return out + "\n" + findings_text(r);
 }
 
 std::string check_json(const InferenceContext& ctx, const CheckResult& r) {
   auto j = findings_json(r);
-  j["plan"] = r.inference ? detail::to_json(ctx, r.plan, *r.inference) : nlohmann::ordered_json(nullptr);
+  j["plan"] =
+      r.inference ? detail::to_json(ctx, r.plan, *r.inference) : nlohmann::ordered_json(nullptr);
   return j.dump(2) + "\n";
 }
 
@@ -107,8 +107,9 @@ std::string check_json(const RunContext& ctx, const CheckResult& r) {
   using nlohmann::ordered_json;
   auto j = findings_json(r);
   j["plan"] = r.eval ? detail::to_json(ctx, r.plan, *r.eval) : ordered_json(nullptr);
-  j["best_same_degrees_step_time_s"] =
-      r.best_same_degrees ? ordered_json(r.best_same_degrees->eval.step_time) : ordered_json(nullptr);
+  j["best_same_degrees_step_time_s"] = r.best_same_degrees
+                                           ? ordered_json(r.best_same_degrees->eval.step_time)
+                                           : ordered_json(nullptr);
   j["best_overall_step_time_s"] =
       r.best_overall ? ordered_json(r.best_overall->eval.step_time) : ordered_json(nullptr);
   return j.dump(2) + "\n";

@@ -41,8 +41,7 @@ double ring_bandwidth(const Fabric& f, const GroupShape& g) {
   double bw = std::numeric_limits<double>::infinity();
   // NVLink hops exist when some server holds two or more of the group's members.
   if (g.span_tier == 0 || (g.span_tier > 0 && g.per_domain[0] >= 2)) bw = f.bandwidth[0];
-  for (int k = 1; k <= g.span_tier; ++k)
-    bw = std::min(bw, g.per_domain[k - 1] * f.bandwidth[k]);
+  for (int k = 1; k <= g.span_tier; ++k) bw = std::min(bw, g.per_domain[k - 1] * f.bandwidth[k]);
   return bw;
 }
 
@@ -54,7 +53,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 double base(const Fabric& f, int span) {
   return f.base_latency + (span >= 1 ? f.network_base_latency : 0.0);
 }
-
 
 CollectiveCost ring(const Fabric& f, const GroupShape& g, double bytes, int steps_per_member) {
   if (g.size <= 1 || bytes <= 0) return {};
@@ -88,7 +86,8 @@ CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double byte
   const int r = members_per_server(g);
   const double servers = static_cast<double>(g.size) / r;
   const double depth = std::ceil(std::log2(servers));
-  const double lat = base(f, g.span_tier) + 2.0 * ((r - 1) * f.latency[0] + depth * f.latency[g.span_tier]);
+  const double lat =
+      base(f, g.span_tier) + 2.0 * ((r - 1) * f.latency[0] + depth * f.latency[g.span_tier]);
   return {lat + 2.0 * bytes / ring_bandwidth(f, g), Algorithm::tree};
 }
 
@@ -105,8 +104,8 @@ CollectiveCost hierarchical_all_reduce(const Fabric& f, const GroupShape& g, dou
   for (int k = 1; k < g.span_tier; ++k) outer.per_domain[k] = std::max(1, g.per_domain[k] / r);
   const double across = std::min(ring_all_reduce(f, outer, bytes / r).time,
                                  tree_all_reduce(f, outer, bytes / r).time);
-  const double t = ring_reduce_scatter(f, inner, bytes).time + across +
-                   ring_all_gather(f, inner, bytes).time;
+  const double t =
+      ring_reduce_scatter(f, inner, bytes).time + across + ring_all_gather(f, inner, bytes).time;
   return {t, Algorithm::hierarchical};
 }
 
@@ -137,7 +136,7 @@ CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
 }
 
 std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f, const GroupShape& g,
-                                                            double bytes) {
+                                                           double bytes) {
   std::array<double, Cluster::kMaxTiers> t{};
   if (g.size <= 1 || bytes <= 0) return t;
   const double n = g.size;
@@ -159,8 +158,9 @@ CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
 
 CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return {};
-  return {base(f, g.span_tier) + (g.size - 1) * f.latency[g.span_tier] + bytes / ring_bandwidth(f, g),
-          Algorithm::ring};
+  return {
+      base(f, g.span_tier) + (g.size - 1) * f.latency[g.span_tier] + bytes / ring_bandwidth(f, g),
+      Algorithm::ring};
 }
 
 CollectiveCost send_recv(const Fabric& f, int tier, double bytes) {

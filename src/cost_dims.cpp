@@ -69,7 +69,7 @@ PipelineTime pipeline_time(double work, double hop, int pp, int vpp, int microba
   const double waits = overlap_p2p ? 0.0 : 2.0 * vpp * hop;  // per microbatch
   t.per_microbatch = work + waits;
   t.bubble = (pp - 1) * t.per_microbatch / vpp;
-  t.exposed = pp == 1        ? 0.0
+  t.exposed = pp == 1       ? 0.0
               : overlap_p2p ? 2.0 * (static_cast<double>(pp) * vpp - 1) * hop
                             : microbatches * waits;
   t.total = microbatches * 2.0 * vpp * hop;
@@ -89,11 +89,12 @@ DpParts dp_parts(const PlanCore& core, const GroupShape& g, double grad_bytes, d
   DpParts out;
   if (grad_bytes <= 0) return out;
   // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
-  const double n = core.grad_bytes_per_param <= 0
-                       ? 1.0
-                       : std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param /
-                                                 cal.dp_bucket_params));
-  out.grad = zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
+  const double n =
+      core.grad_bytes_per_param <= 0
+          ? 1.0
+          : std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param / cal.dp_bucket_params));
+  out.grad =
+      zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
   out.grad.time *= n;
   const double ng = zero >= 3 ? std::max(1.0, core.layers_per_stage) : n;
   out.gather = ng * ring_all_gather(fab, g, param_bytes / ng).time;
@@ -109,8 +110,8 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
   if ((sh.grad.size <= 1 && sh.expert_grad.size <= 1) || params_gpu <= 0) return t;
   const DpParts dense =
       dp_parts(core, sh.grad, core.dense_grad_bytes, core.dense_param_bytes, fab, zero, cal);
-  const DpParts expert =
-      dp_parts(core, sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, fab, zero, cal);
+  const DpParts expert = dp_parts(core, sh.expert_grad, core.expert_grad_bytes,
+                                  core.expert_param_bytes, fab, zero, cal);
   t.algorithm = dense.grad.algorithm;
   const double grad = dense.grad.time + expert.grad.time;
   const double gather = dense.gather + expert.gather;

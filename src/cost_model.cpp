@@ -1,10 +1,11 @@
 #include "topoplan/cost_model.hpp"
 
-#include "topoplan/cost_dims.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
+
+#include "topoplan/cost_dims.hpp"
 
 namespace topoplan {
 
@@ -66,12 +67,13 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   const double last = static_cast<double>(split.last) * (dense_layer + expert_layer);
   const double emb = static_cast<double>(k.embedding_params) / t;
   // Tied embeddings keep a copy of the word embedding on the last stage.
-  const double head = static_cast<double>(k.head_params) / t +
-                      (m.spec.tied_embeddings && pp > 1
-                           ? static_cast<double>(m.spec.vocab * m.spec.hidden) / t
-                           : 0.0);
+  const double head =
+      static_cast<double>(k.head_params) / t +
+      (m.spec.tied_embeddings && pp > 1 ? static_cast<double>(m.spec.vocab * m.spec.hidden) / t
+                                        : 0.0);
   if (pp == 1) return {first + emb + head, first + emb + head, 0};
-  const double middle = pp > 2 ? static_cast<double>(split.middle) * (dense_layer + expert_layer) : 0;
+  const double middle =
+      pp > 2 ? static_cast<double>(split.middle) * (dense_layer + expert_layer) : 0;
   return {first + emb, last + head, middle};
 }
 
@@ -154,7 +156,8 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   w.attention_fwd_s = attn / rate;
   w.elementwise_s = elements * dtype_bytes(j.dtype) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
-  w.logits_elementwise_s = kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
+  w.logits_elementwise_s =
+      kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
   return w;
 }
 
@@ -162,7 +165,8 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
 
 StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
                            const GpuSpec& gpu, double layers) {
-  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(j.seq_len) / p[Dim::cp];
+  const double tokens =
+      static_cast<double>(p.micro_batch) * static_cast<double>(j.seq_len) / p[Dim::cp];
   const LayerWork w = layer_work(m, j, p, cal, gpu);
   StageCompute out;
   out.matmul = tokens * (layers * w.matmul_s + w.logits_matmul_s);
@@ -197,7 +201,8 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   auto sharded = [&](double per_param, int min_stage) {
     // Bytes per GPU of a per-parameter state that ZeRO shards from `min_stage` on.
     if (p.zero < min_stage) return per_param;
-    return per_param * ((params_gpu - experts_gpu) / dense_rep + experts_gpu / expert_rep) / params_gpu;
+    return per_param * ((params_gpu - experts_gpu) / dense_rep + experts_gpu / expert_rep) /
+           params_gpu;
   };
   auto fill = [&](double params_stage, double act, double logits) {
     MemoryBreakdown mem;
@@ -209,7 +214,8 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
     return mem;
   };
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
-  const double logits_bytes = tokens * static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
+  const double logits_bytes =
+      tokens * static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
   const MemoryBreakdown first = fill(params.first, act_first, pp == 1 ? logits_bytes : 0.0);
   const MemoryBreakdown last = fill(params.last, act_last, logits_bytes);
   return first.total() >= last.total() ? first : last;
@@ -226,8 +232,8 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
   // and last stages fewer).
   core.layers_per_stage = static_cast<double>(stage_layers(m.spec.layers, p[Dim::pp]).max());
-  core.moe_layers_per_stage =
-      core.layers_per_stage * static_cast<double>(k.moe_layers) / static_cast<double>(m.spec.layers);
+  core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
+                              static_cast<double>(m.spec.layers);
   core.microbatches =
       static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
 
@@ -263,13 +269,15 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
   const double dense_rep = static_cast<double>(dp) * cp;
   const double expert_rep = dense_rep / ep;
-  const double opt_params = p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
+  const double opt_params =
+      p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
   core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
 
   // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
   core.memory = stage_memory(m, j, p, cal, core.microbatches);
   core.fits = core.memory.total() <= c.gpu().memory_bytes * (1.0 - j.memory_headroom);
-  core.model_flops = static_cast<double>(j.global_batch) * s * model_flops_per_token(k, m.spec.layers, s);
+  core.model_flops =
+      static_cast<double>(j.global_batch) * s * model_flops_per_token(k, m.spec.layers, s);
   return core;
 }
 
@@ -291,7 +299,8 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   const double t_compute = core.t_matmul + core.t_elementwise;
 
   // Per microbatch on the slowest stage: each dimension's communication (cost_dims.hpp).
-  const CommTime tp = tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
+  const CommTime tp =
+      tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
   const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab, p.recompute);
   const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab);
   const CommTime hop =

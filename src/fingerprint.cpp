@@ -1,7 +1,8 @@
 #include "topoplan/fingerprint.hpp"
 
-#include <cstdint>
 #include <fmt/format.h>
+
+#include <cstdint>
 
 namespace topoplan {
 namespace {
@@ -19,9 +20,9 @@ std::string fnv1a(const std::string& text) {
 
 std::string fingerprint(const Cluster& c) {
   const auto& s = c.spec();
-  std::string t = fmt::format("gpu {:.17g} {:.17g} {:.17g};nodes {};nics {} {:.17g}", s.gpu.peak_flops,
-                              s.gpu.memory_bytes, s.gpu.hbm_bandwidth, s.nodes, s.nics_per_server,
-                              s.nic_bandwidth);
+  std::string t = fmt::format("gpu {:.17g} {:.17g} {:.17g};nodes {};nics {} {:.17g}",
+                              s.gpu.peak_flops, s.gpu.memory_bytes, s.gpu.hbm_bandwidth, s.nodes,
+                              s.nics_per_server, s.nic_bandwidth);
   for (const auto& tier : s.tiers)
     t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}", tier.fanout, tier.bandwidth, tier.latency,
                      tier.oversubscription);

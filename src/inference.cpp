@@ -1,7 +1,8 @@
 #include "topoplan/inference.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "topoplan/error.hpp"
 #include "topoplan/search.hpp"
@@ -40,11 +41,11 @@ struct Serving {
   double layers = 0, stage_layers = 0, h = 0;
   double act_bytes = 2.0;  ///< activations stay 16-bit
   double w_bytes = 0, gemm = 0, hbm = 0;
-  double kv_token_layer = 0;              ///< KV cache bytes per token per layer on one GPU
-  double dense_layer = 0, expert_layer = 0;  ///< parameters per layer (routed experts apart)
+  double kv_token_layer = 0;                   ///< KV cache bytes per token per layer on one GPU
+  double dense_layer = 0, expert_layer = 0;    ///< parameters per layer (routed experts apart)
   double layer_weights = 0, head_weights = 0;  ///< bytes held per GPU
   double batch = 0, prompt = 0, tokens = 0;    ///< prefill: batch x prompt tokens
-  double micro = 0;  ///< decode: sequences per pipeline micro-batch
+  double micro = 0;                            ///< decode: sequences per pipeline micro-batch
 
   /// A TP all-reduce in the serving loop: the cheaper of NCCL's choice and one-shot, plus the
   /// calibrated per-collective overhead.
@@ -76,8 +77,8 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.stage_layers = static_cast<double>(topoplan::stage_layers(m.spec.layers, s.pp).max());
   s.h = static_cast<double>(m.spec.hidden);
   s.w_bytes = dtype_bytes(j.weight_dtype);
-  const double peak = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0 ? gpu.peak_flops_fp8
-                                                                             : gpu.peak_flops;
+  const double peak =
+      j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0 ? gpu.peak_flops_fp8 : gpu.peak_flops;
   s.gemm = peak * cal.gemm_efficiency[static_cast<int>(gpu.arch)];
   s.hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
   // K and V for this GPU's share of the KV heads (MLA: the whole latent on every TP rank).
@@ -102,8 +103,10 @@ PrefillBreakdown prefill(const Serving& s) {
   const double n_min = std::min({k.q_dim / s.tp, k.min_ffn / s.tp, s.tokens});
   const double rate = s.gemm * n_min / (n_min + s.cal.gemm_half_dim);
   const double fwd_flops =  // causal attention: a prompt token sees prompt/2 keys on average
-      s.tokens * (s.layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * s.prompt / 2) +
-                  k.logits_flops) / s.tp;
+      s.tokens *
+      (s.layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * s.prompt / 2) +
+       k.logits_flops) /
+      s.tp;
   const double elem = s.tokens * s.layers *
                       (s.cal.elementwise_hidden_passes * s.h +
                        (s.m.spec.gated_mlp ? 3.0 : 2.0) * k.active_ffn / s.tp) *
@@ -135,8 +138,10 @@ void decode(const Serving& s, InferenceEval& e) {
       s.head_weights;
   const double stage_kv = s.micro * context * s.stage_layers * s.kv_token_layer;
   const double stage_flops =
-      s.micro * (s.stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
-                 k.logits_flops) / s.tp;
+      s.micro *
+      (s.stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
+       k.logits_flops) /
+      s.tp;
   const double decode_rate = s.gemm * std::min(1.0, s.micro / (s.micro + s.cal.gemm_half_dim));
   const double stage_time = std::max((stage_read + stage_kv) / s.hbm, stage_flops / decode_rate);
   const CollectiveCost decode_ar = s.tp_all_reduce(s.micro * s.h * s.act_bytes);
@@ -159,8 +164,8 @@ void expert_all_to_alls(const Serving& s, InferenceEval& e) {
   e.decode.ep = 2.0 * moe_layers *
                 (all_to_all(s.fab, s.ep_shape, s.micro * topk * s.h * s.act_bytes).time +
                  s.cal.decode_collective_overhead);
-  e.prefill.ep =
-      2.0 * moe_layers * all_to_all(s.fab, s.ep_shape, s.tokens / s.tp * topk * s.h * s.act_bytes).time;
+  e.prefill.ep = 2.0 * moe_layers *
+                 all_to_all(s.fab, s.ep_shape, s.tokens / s.tp * topk * s.h * s.act_bytes).time;
 }
 
 /// Memory per GPU on the most loaded stage: weights, KV cache for the batch at full length, the
@@ -169,7 +174,8 @@ void serving_memory(const Serving& s, const GpuSpec& gpu, InferenceEval& e) {
   e.memory_weights = s.stage_layers * s.layer_weights + s.head_weights;  // last stage: head
   e.memory_kv = s.batch * (s.prompt + static_cast<double>(s.j.output_len)) * s.stage_layers *
                 s.kv_token_layer;
-  const double prefill_act = s.tokens * (4.0 * s.h + 2.0 * s.m.counts.active_ffn / s.tp) * s.act_bytes;
+  const double prefill_act =
+      s.tokens * (4.0 * s.h + 2.0 * s.m.counts.active_ffn / s.tp) * s.act_bytes;
   const double logits = s.batch * static_cast<double>(s.m.spec.vocab) / s.tp * 4.0;
   e.memory_other = prefill_act + logits + s.cal.reserved_bytes;
   e.fits = e.memory_total() <= gpu.memory_bytes;
@@ -238,38 +244,38 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
           if (dp % ep == 0 && m.spec.experts % ep == 0) eps.push_back(ep);
       const int fixed_ep = opt.fixed[Dim::ep];
       for (int ep : eps) {
-      if (fixed_ep && ep != fixed_ep) continue;
-      Plan base;
-      base[Dim::tp] = tp;
-      base[Dim::pp] = pp;
-      base[Dim::dp] = dp;
-      base[Dim::ep] = ep;
-      if (check_inference_plan(c, m, base) != PlanError::none) continue;
-      const std::vector<Order> orders =
-          opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
-      for (const Order& o : orders) {
-        if (ep > 1) {
-          Plan q = base;
-          q.order = o;
-          if (expert_pp_mismatch(q)) continue;
+        if (fixed_ep && ep != fixed_ep) continue;
+        Plan base;
+        base[Dim::tp] = tp;
+        base[Dim::pp] = pp;
+        base[Dim::dp] = dp;
+        base[Dim::ep] = ep;
+        if (check_inference_plan(c, m, base) != PlanError::none) continue;
+        const std::vector<Order> orders =
+            opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
+        for (const Order& o : orders) {
+          if (ep > 1) {
+            Plan q = base;
+            q.order = o;
+            if (expert_pp_mismatch(q)) continue;
+          }
+          InferenceCandidate cand{base, {}};
+          cand.plan.order = o;
+          cand.eval = evaluate_inference(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
+          ++r.evaluated;
+          if (!cand.eval.fits) {
+            ++r.out_of_memory;
+            continue;
+          }
+          if ((opt.max_token_latency > 0 && cand.eval.token_latency > opt.max_token_latency) ||
+              (opt.max_ttft > 0 && cand.eval.ttft > opt.max_ttft)) {
+            ++r.over_bounds;
+            continue;
+          }
+          auto at = std::upper_bound(r.top.begin(), r.top.end(), cand, before);
+          r.top.insert(at, cand);
+          if (static_cast<int>(r.top.size()) > std::max(1, opt.top_k)) r.top.pop_back();
         }
-        InferenceCandidate cand{base, {}};
-        cand.plan.order = o;
-        cand.eval = evaluate_inference(c, m, j, cand.plan, Mapping::from_order(cand.plan), cal);
-        ++r.evaluated;
-        if (!cand.eval.fits) {
-          ++r.out_of_memory;
-          continue;
-        }
-        if ((opt.max_token_latency > 0 && cand.eval.token_latency > opt.max_token_latency) ||
-            (opt.max_ttft > 0 && cand.eval.ttft > opt.max_ttft)) {
-          ++r.over_bounds;
-          continue;
-        }
-        auto at = std::upper_bound(r.top.begin(), r.top.end(), cand, before);
-        r.top.insert(at, cand);
-        if (static_cast<int>(r.top.size()) > std::max(1, opt.top_k)) r.top.pop_back();
-      }
       }
     }
   }

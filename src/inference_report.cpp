@@ -1,10 +1,12 @@
-#include <cmath>
+#include "topoplan/inference_report.hpp"
+
 #include <fmt/format.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
 #include "detail/report_json.hpp"
-#include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/units.hpp"
 
@@ -16,7 +18,6 @@ using nlohmann::ordered_json;
 using detail::sig;
 
 double ms(double s) { return sig(s * 1e3); }
-
 
 std::string header(const InferenceContext& ctx) {
   const auto& c = ctx.cluster;
@@ -42,14 +43,15 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
                                                          "another",
                                                          p[Dim::pp])
                                            : ""));
-  out.push_back(fmt::format("per-layer launch overhead: {:.3f} ms ({:.0f}%) - {} layers, not divided by tp",
-                            e.decode.overhead * 1e3, pct(e.decode.overhead), layers));
+  out.push_back(
+      fmt::format("per-layer launch overhead: {:.3f} ms ({:.0f}%) - {} layers, not divided by tp",
+                  e.decode.overhead * 1e3, pct(e.decode.overhead), layers));
   if (p[Dim::tp] > 1)
-    out.push_back(fmt::format("tp all-reduces: {:.3f} ms ({:.0f}%) - {} per token ({} per layer), "
-                              "{:.1f} us each on {} ({}), latency-bound",
-                              e.decode.tp * 1e3, pct(e.decode.tp), 2 * layers, 2,
-                              e.decode.tp / (2.0 * layers) * 1e6,
-                              span_name(ctx.cluster, e.shapes[Dim::tp]), to_string(e.tp_algorithm)));
+    out.push_back(fmt::format(
+        "tp all-reduces: {:.3f} ms ({:.0f}%) - {} per token ({} per layer), "
+        "{:.1f} us each on {} ({}), latency-bound",
+        e.decode.tp * 1e3, pct(e.decode.tp), 2 * layers, 2, e.decode.tp / (2.0 * layers) * 1e6,
+        span_name(ctx.cluster, e.shapes[Dim::tp]), to_string(e.tp_algorithm)));
   if (p[Dim::pp] > 1)
     out.push_back(fmt::format("pp hops: {:.3f} ms ({:.0f}%) - {} per token", e.decode.pp * 1e3,
                               pct(e.decode.pp), p[Dim::pp] - 1));
@@ -66,19 +68,22 @@ std::string inference_text(const InferenceContext& ctx, const Plan& p, const Inf
                      e.replicas == 1 ? "" : "s", short_order_string(p));
   out += fmt::format("time to first token {:.2f} ms   per token {:.3f} ms   end to end {:.2f} ms\n",
                      e.ttft * 1e3, e.token_latency * 1e3, e.end_to_end * 1e3);
-  out += fmt::format("tokens/s per replica {:.1f}   per GPU {:.1f}   communication {:.0f}% of each "
-                     "token\n",
-                     e.tokens_per_s, e.tokens_per_s_per_gpu, 100 * e.comm_share);
-  out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU (weights {:.1f}, KV cache {:.1f}): {}\n\n",
-                     units::to_GiB(e.memory_total()), units::to_GiB(ctx.cluster.gpu().memory_bytes),
-                     units::to_GiB(e.memory_weights), units::to_GiB(e.memory_kv),
-                     e.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format(
+      "tokens/s per replica {:.1f}   per GPU {:.1f}   communication {:.0f}% of each "
+      "token\n",
+      e.tokens_per_s, e.tokens_per_s_per_gpu, 100 * e.comm_share);
+  out +=
+      fmt::format("memory {:.1f} of {:.1f} GiB per GPU (weights {:.1f}, KV cache {:.1f}): {}\n\n",
+                  units::to_GiB(e.memory_total()), units::to_GiB(ctx.cluster.gpu().memory_bytes),
+                  units::to_GiB(e.memory_weights), units::to_GiB(e.memory_kv),
+                  e.fits ? "fits" : "DOES NOT FIT");
   out += "each generated token (the parts add up to the per-token time)\n";
   for (const auto& line : explain_token(ctx, p, e)) out += "  - " + line + "\n";
-  out += fmt::format("\nfirst token: compute {:.2f} ms, overhead {:.2f} ms, tp {:.2f} ms, pp {:.2f} ms, "
-                     "ep {:.2f} ms\n",
-                     e.prefill.compute * 1e3, e.prefill.overhead * 1e3, e.prefill.tp * 1e3,
-                     e.prefill.pp * 1e3, e.prefill.ep * 1e3);
+  out += fmt::format(
+      "\nfirst token: compute {:.2f} ms, overhead {:.2f} ms, tp {:.2f} ms, pp {:.2f} ms, "
+      "ep {:.2f} ms\n",
+      e.prefill.compute * 1e3, e.prefill.overhead * 1e3, e.prefill.tp * 1e3, e.prefill.pp * 1e3,
+      e.prefill.ep * 1e3);
   return out;
 }
 
@@ -89,22 +94,24 @@ std::string inference_json(const InferenceContext& ctx, const Plan& p, const Inf
 std::string inference_search_text(const InferenceContext& ctx, const InferenceSearchResult& r,
                                   Objective o) {
   std::string out = "topoplan plan --inference: " + header(ctx) + "\n";
-  out += fmt::format("objective: {}; costed {} plans ({} do not fit, {} over the latency bounds)\n\n",
-                     to_string(o), r.evaluated, r.out_of_memory, r.over_bounds);
+  out +=
+      fmt::format("objective: {}; costed {} plans ({} do not fit, {} over the latency bounds)\n\n",
+                  to_string(o), r.evaluated, r.out_of_memory, r.over_bounds);
   if (r.top.empty()) return out + "no plan fits within the bounds\n";
-  out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9} {:>10} {:>10} {:>11} {:>9} {:>6} {:>8}  {:<7}\n",
-                     "rank", "tp", "pp", "ep", "replicas", "order", "TTFT ms", "token ms", "e2e ms",
-                     "tok/s/repl", "tok/s/GPU", "comm", "mem GiB", "tp on");
+  out += fmt::format(
+      "{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9} {:>10} {:>10} {:>11} {:>9} {:>6} {:>8}  {:<7}\n",
+      "rank", "tp", "pp", "ep", "replicas", "order", "TTFT ms", "token ms", "e2e ms", "tok/s/repl",
+      "tok/s/GPU", "comm", "mem GiB", "tp on");
   int rank = 1;
   for (const auto& c : r.top) {
     const auto& e = c.eval;
-    out += fmt::format("{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9.2f} {:>10.3f} {:>10.2f} {:>11.1f} {:>9.1f} "
-                       "{:>5.0f}% {:>8.1f}  {:<7}\n",
-                       rank++, c.plan[Dim::tp], c.plan[Dim::pp], c.plan[Dim::ep], e.replicas,
-                       short_order_string(c.plan), e.ttft * 1e3, e.token_latency * 1e3,
-                       e.end_to_end * 1e3, e.tokens_per_s, e.tokens_per_s_per_gpu,
-                       100 * e.comm_share, units::to_GiB(e.memory_total()),
-                       span_name(ctx.cluster, e.shapes[Dim::tp]));
+    out += fmt::format(
+        "{:>4} {:>4} {:>4} {:>4} {:>8}  {:<10} {:>9.2f} {:>10.3f} {:>10.2f} {:>11.1f} {:>9.1f} "
+        "{:>5.0f}% {:>8.1f}  {:<7}\n",
+        rank++, c.plan[Dim::tp], c.plan[Dim::pp], c.plan[Dim::ep], e.replicas,
+        short_order_string(c.plan), e.ttft * 1e3, e.token_latency * 1e3, e.end_to_end * 1e3,
+        e.tokens_per_s, e.tokens_per_s_per_gpu, 100 * e.comm_share, units::to_GiB(e.memory_total()),
+        span_name(ctx.cluster, e.shapes[Dim::tp]));
   }
   out += "\nwhy #1: each generated token\n";
   for (const auto& line : explain_token(ctx, r.top.front().plan, r.top.front().eval))
@@ -126,7 +133,8 @@ std::string inference_search_json(const InferenceContext& ctx, const InferenceSe
   return j.dump(2) + "\n";
 }
 
-nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
+nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& p,
+                                       const InferenceEval& e) {
   const auto& c = ctx.cluster;
   ordered_json j;
   detail::put_inputs(j, kInferenceSchema, c, ctx.model);
@@ -149,12 +157,9 @@ nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& 
   j["tokens_per_s_per_gpu"] = sig(e.tokens_per_s_per_gpu);
   j["decode_tokens_per_s"] = sig(e.decode_tokens_per_s);
   j["comm_share"] = sig(e.comm_share);
-  j["decode_ms"] = {{"memory", ms(e.decode.memory)},
-                    {"weights_read", ms(e.weight_read)},
-                    {"kv_read", ms(e.kv_read)},
-                    {"overhead", ms(e.decode.overhead)},
-                    {"tp", ms(e.decode.tp)},
-                    {"pp", ms(e.decode.pp)},
+  j["decode_ms"] = {{"memory", ms(e.decode.memory)}, {"weights_read", ms(e.weight_read)},
+                    {"kv_read", ms(e.kv_read)},      {"overhead", ms(e.decode.overhead)},
+                    {"tp", ms(e.decode.tp)},         {"pp", ms(e.decode.pp)},
                     {"ep", ms(e.decode.ep)}};
   j["prefill_ms"] = {{"compute", ms(e.prefill.compute)},
                      {"overhead", ms(e.prefill.overhead)},

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "topoplan/error.hpp"
 #include "detail/names.hpp"
+#include "topoplan/error.hpp"
 
 namespace topoplan {
 
@@ -29,10 +29,13 @@ Dtype parse_dtype(const std::string& s, const std::string& what) {
 
 void validate(const JobSpec& j) {
   if (j.dtype == Dtype::fp8)
-    throw_input("--dtype", "", "fp8 is for --inference (weights and KV cache); train in bf16 or fp16");
-  if (j.seq_len < 1) throw_input("--seq-len", "", fmt::format("expected a positive integer, got {}", j.seq_len));
+    throw_input("--dtype", "",
+                "fp8 is for --inference (weights and KV cache); train in bf16 or fp16");
+  if (j.seq_len < 1)
+    throw_input("--seq-len", "", fmt::format("expected a positive integer, got {}", j.seq_len));
   if (j.global_batch < 1)
-    throw_input("--global-batch", "", fmt::format("expected a positive integer, got {}", j.global_batch));
+    throw_input("--global-batch", "",
+                fmt::format("expected a positive integer, got {}", j.global_batch));
 }
 
 }  // namespace topoplan

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <vector>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "topoplan/error.hpp"
 
@@ -102,7 +102,8 @@ void JsonCursor::warn_unknown_keys(const std::vector<std::string_view>& known) c
 }
 
 void JsonCursor::fail(std::string_view key, std::string_view expected) const {
-  std::string got = has(key) ? ", got " + describe(node_->at(std::string(key))) : ", but it is missing";
+  std::string got =
+      has(key) ? ", got " + describe(node_->at(std::string(key))) : ", but it is missing";
   throw_input(source_, path_of(key), "expected " + std::string(expected) + got);
 }
 
@@ -180,8 +181,7 @@ std::int64_t JsonCursor::int_at_least_or(std::string_view key, std::int64_t min,
     double d = v.get<double>();
     ok = d >= static_cast<double>(min) && d < 9.0e15;
   }
-  if (!ok)
-    fail(key, min == 1 ? "a positive integer" : "an integer >= " + std::to_string(min));
+  if (!ok) fail(key, min == 1 ? "a positive integer" : "an integer >= " + std::to_string(min));
   return static_cast<std::int64_t>(v.get<double>());
 }
 

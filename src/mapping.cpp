@@ -46,7 +46,8 @@ Mapping Mapping::from_order(const Plan& plan) {
   expert[Dim::cp] = 1;
   expert[Dim::ep] = ep;
   expert[Dim::pp] = plan[Dim::pp];
-  const std::int64_t rest = m.world_ / (static_cast<std::int64_t>(plan[Dim::tp]) * ep * plan[Dim::pp]);
+  const std::int64_t rest =
+      m.world_ / (static_cast<std::int64_t>(plan[Dim::tp]) * ep * plan[Dim::pp]);
   expert[Dim::dp] = static_cast<int>(std::max<std::int64_t>(1, rest));
   m.expert_ = make_layout(plan.order, expert);
   return m;
@@ -189,7 +190,8 @@ GroupShape combine_shapes(const GroupShape& a, const GroupShape& b) {
   g.size = a.size * b.size;
   g.span_tier = std::max(a.span_tier, b.span_tier);
   for (int k = 0; k < g.span_tier; ++k)
-    g.per_domain[k] = (a.crosses(k) ? a.per_domain[k] : a.size) * (b.crosses(k) ? b.per_domain[k] : b.size);
+    g.per_domain[k] =
+        (a.crosses(k) ? a.per_domain[k] : a.size) * (b.crosses(k) ? b.per_domain[k] : b.size);
   return g;
 }
 

@@ -1,7 +1,8 @@
 #include "topoplan/model.hpp"
 
-#include <filesystem>
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
@@ -20,9 +21,9 @@ void validate(const ModelSpec& m, const std::string& source) {
   need(m.ffn, "intermediate_size");
   need(m.vocab, "vocab_size");
   if (m.heads % m.kv_heads != 0)
-    throw_input(source, "num_key_value_heads",
-                fmt::format("expected a divisor of num_attention_heads ({}), got {}", m.heads,
-                            m.kv_heads));
+    throw_input(
+        source, "num_key_value_heads",
+        fmt::format("expected a divisor of num_attention_heads ({}), got {}", m.heads, m.kv_heads));
 }
 
 ModelCounts count(const ModelSpec& m) {
@@ -32,11 +33,12 @@ ModelCounts count(const ModelSpec& m) {
   double scores = 0;  // forward FLOPs per token per unit of sequence length
   if (m.mla()) {
     const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
-    const std::int64_t q_proj = m.q_lora_rank > 0
-                                    ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * m.heads * qk
-                                    : h * m.heads * qk;
+    const std::int64_t q_proj =
+        m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * m.heads * qk
+                          : h * m.heads * qk;
     attn = q_proj + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank +
-           m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim) + m.heads * m.v_head_dim * h;
+           m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim) +
+           m.heads * m.v_head_dim * h;
     q = m.heads * m.v_head_dim;
     kv = m.heads * m.v_head_dim;
     scores = 2.0 * static_cast<double>(m.heads) * static_cast<double>(qk + m.v_head_dim);
@@ -45,7 +47,7 @@ ModelCounts count(const ModelSpec& m) {
   } else {
     q = m.heads * m.head_dim;
     kv = m.kv_heads * m.head_dim;
-    attn = h * q + 2 * h * kv + q * h;  // Q, K, V, output
+    attn = h * q + 2 * h * kv + q * h;      // Q, K, V, output
     scores = 4.0 * static_cast<double>(q);  // QK^T and AV
     c.kv_cache_elems = 2.0 * static_cast<double>(kv);
   }
@@ -58,8 +60,8 @@ ModelCounts count(const ModelSpec& m) {
   const std::int64_t dense_layers = m.layers - c.moe_layers;
   const std::int64_t shared = m.shared_experts * mats * h * m.shared_ffn();
   const std::int64_t moe_mlp = m.experts * expert + shared + h * m.experts;
-  const std::int64_t all_layers = m.layers * (attn + bias + norms) + dense_layers * dense_mlp +
-                                  c.moe_layers * moe_mlp;
+  const std::int64_t all_layers =
+      m.layers * (attn + bias + norms) + dense_layers * dense_mlp + c.moe_layers * moe_mlp;
   c.layer_params = all_layers / m.layers;
   c.layer_expert_params = c.moe_layers * m.experts * expert / m.layers;
   c.embedding_params = m.vocab * h + m.positions * h;
@@ -68,24 +70,25 @@ ModelCounts count(const ModelSpec& m) {
   c.q_dim = static_cast<double>(q);
   const double moe_width =
       static_cast<double>(m.top_k * m.expert_ffn + m.shared_experts * m.shared_ffn());
-  c.active_ffn = (static_cast<double>(dense_layers * m.ffn) + static_cast<double>(c.moe_layers) * moe_width) /
-                 static_cast<double>(m.layers);
+  c.active_ffn =
+      (static_cast<double>(dense_layers * m.ffn) + static_cast<double>(c.moe_layers) * moe_width) /
+      static_cast<double>(m.layers);
   c.min_ffn = static_cast<double>(m.moe() ? std::min(m.ffn, m.expert_ffn) : m.ffn);
   c.kv_dim = static_cast<double>(kv);
   const double active_moe = static_cast<double>(m.top_k * expert + shared + h * m.experts);
   c.layer_matmul_flops =
-      2.0 * (static_cast<double>(attn) +
-             (static_cast<double>(dense_layers * dense_mlp) + static_cast<double>(c.moe_layers) * active_moe) /
-                 static_cast<double>(m.layers));
+      2.0 * (static_cast<double>(attn) + (static_cast<double>(dense_layers * dense_mlp) +
+                                          static_cast<double>(c.moe_layers) * active_moe) /
+                                             static_cast<double>(m.layers));
   c.layer_attention_flops_per_seq = scores;
   c.logits_flops = 2.0 * static_cast<double>(m.vocab * h);
   return c;
 }
 
 double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s) {
-  double fwd = static_cast<double>(layers) *
-                   (c.layer_matmul_flops + c.layer_attention_flops_per_seq * s) +
-               c.logits_flops;
+  double fwd =
+      static_cast<double>(layers) * (c.layer_matmul_flops + c.layer_attention_flops_per_seq * s) +
+      c.logits_flops;
   return 3.0 * fwd;  // backward = 2 x forward
 }
 
@@ -105,29 +108,27 @@ std::string model_config_json(const ModelSpec& m) {
   nlohmann::ordered_json j;
   j["name"] = m.name;
   using Json = nlohmann::ordered_json;
+  // clang-format off
   if (m.biases || m.positions > 0) {  // GPT-2 family: biases, LayerNorm, learned positions
-    j.update(Json{{"n_embd", m.hidden}, {"n_layer", m.layers}, {"n_head", m.heads},
-                  {"n_inner", m.ffn}, {"vocab_size", m.vocab}, {"n_positions", m.positions},
+    j.update(Json{{"n_embd", m.hidden}, {"n_layer", m.layers}, {"n_head", m.heads}, {"n_inner", m.ffn},
+                  {"vocab_size", m.vocab}, {"n_positions", m.positions},
                   {"tie_word_embeddings", m.tied_embeddings}});
     return j.dump();
   }
-  j.update(Json{{"hidden_size", m.hidden}, {"num_hidden_layers", m.layers},
-                {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads},
-                {"head_dim", m.head_dim}, {"intermediate_size", m.ffn}, {"vocab_size", m.vocab},
-                {"hidden_act", m.gated_mlp ? "silu" : "gelu"},
+  j.update(Json{{"hidden_size", m.hidden}, {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
+                {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"intermediate_size", m.ffn},
+                {"vocab_size", m.vocab}, {"hidden_act", m.gated_mlp ? "silu" : "gelu"},
                 {"tie_word_embeddings", m.tied_embeddings}});
   if (m.moe() && m.shared_expert_ffn > 0)  // Qwen-MoE keys carry the shared expert's own size
-    j.update(Json{{"num_experts_per_tok", m.top_k}, {"num_experts", m.experts},
-                  {"moe_intermediate_size", m.expert_ffn},
+    j.update(Json{{"num_experts_per_tok", m.top_k}, {"num_experts", m.experts}, {"moe_intermediate_size", m.expert_ffn},
                   {"shared_expert_intermediate_size", m.shared_experts * m.shared_expert_ffn}});
   else if (m.moe())
-    j.update(Json{{"num_experts_per_tok", m.top_k}, {"n_routed_experts", m.experts},
-                  {"moe_intermediate_size", m.expert_ffn}, {"n_shared_experts", m.shared_experts},
-                  {"first_k_dense_replace", m.first_dense_layers}});
+    j.update(Json{{"num_experts_per_tok", m.top_k}, {"n_routed_experts", m.experts}, {"moe_intermediate_size", m.expert_ffn},
+                  {"n_shared_experts", m.shared_experts}, {"first_k_dense_replace", m.first_dense_layers}});
   if (m.mla())
-    j.update(Json{{"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
-                  {"qk_nope_head_dim", m.qk_nope_head_dim}, {"qk_rope_head_dim", m.qk_rope_head_dim},
-                  {"v_head_dim", m.v_head_dim}});
+    j.update(Json{{"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank}, {"qk_nope_head_dim", m.qk_nope_head_dim},
+                  {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim}});
+  // clang-format on
   if (!m.source.empty()) j["source"] = m.source;
   return j.dump();
 }
@@ -144,7 +145,7 @@ void read_gpt2_keys(const detail::JsonCursor& c, const std::string& source, Mode
   if (m.hidden % m.heads != 0) c.fail("n_head", fmt::format("a divisor of n_embd ({})", m.hidden));
   m.head_dim = m.hidden / m.heads;
   m.ffn = (c.has("n_inner") && !c.node().at("n_inner").is_null()) ? c.positive_int("n_inner")
-                                                                    : 4 * m.hidden;
+                                                                  : 4 * m.hidden;
   m.vocab = c.positive_int("vocab_size");
   m.positions = c.int_at_least_or("n_positions", 0, 1024);
   m.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
@@ -186,7 +187,8 @@ void read_moe_keys(const detail::JsonCursor& c, ModelSpec& m) {
   }
   if (m.experts == 0) return;
   m.top_k = c.positive_int("num_experts_per_tok");
-  if (m.top_k > m.experts) c.fail("num_experts_per_tok", fmt::format("at most the {} experts", m.experts));
+  if (m.top_k > m.experts)
+    c.fail("num_experts_per_tok", fmt::format("at most the {} experts", m.experts));
   if (m.first_dense_layers >= m.layers)
     c.fail("first_k_dense_replace", fmt::format("fewer than the {} layers", m.layers));
 }
@@ -205,8 +207,8 @@ void read_mla_keys(const detail::JsonCursor& c, ModelSpec& m) {
 /// Llama / Mistral / Mixtral / Qwen / DeepSeek keys.
 void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
                      const std::optional<std::string>& outer_name, ModelSpec& m) {
-  m.name = c.opt_string("name").value_or(outer_name.value_or(
-      name_from_path(source, c.opt_string("model_type").value_or("model"))));
+  m.name = c.opt_string("name").value_or(
+      outer_name.value_or(name_from_path(source, c.opt_string("model_type").value_or("model"))));
   m.hidden = c.positive_int("hidden_size");
   m.layers = c.positive_int("num_hidden_layers");
   m.heads = c.positive_int("num_attention_heads");
@@ -246,8 +248,9 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
   } else if (c.has("hidden_size")) {
     read_llama_keys(c, source, outer_name, m);
   } else {
-    c.fail_here("expected a Hugging Face config.json with hidden_size (Llama family) or n_embd "
-                "(GPT-2 family)");
+    c.fail_here(
+        "expected a Hugging Face config.json with hidden_size (Llama family) or n_embd "
+        "(GPT-2 family)");
   }
   if (m.heads % m.kv_heads != 0)
     c.fail("num_key_value_heads", fmt::format("a divisor of num_attention_heads ({})", m.heads));

@@ -1,12 +1,12 @@
 #include "topoplan/plan.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 
-#include <fmt/format.h>
-
-#include "topoplan/error.hpp"
 #include "detail/names.hpp"
+#include "topoplan/error.hpp"
 
 namespace topoplan {
 
@@ -48,7 +48,8 @@ const char* to_string(Recompute r) { return detail::name_of(kRecomputeNames, r);
 
 Recompute parse_recompute(const std::string& s, const std::string& what) {
   if (auto r = detail::from_name<Recompute>(kRecomputeNames, s)) return *r;
-  throw_input(what, "", fmt::format("expected {}, got '{}'", detail::names_list(kRecomputeNames), s));
+  throw_input(what, "",
+              fmt::format("expected {}, got '{}'", detail::names_list(kRecomputeNames), s));
 }
 
 std::int64_t Plan::world() const {

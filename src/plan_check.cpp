@@ -1,7 +1,7 @@
 // Which plans can run at all: the divisibility and layout rules, and their one-line messages.
-#include <fmt/format.h>
-
 #include "topoplan/plan_check.hpp"
+
+#include <fmt/format.h>
 
 #include "topoplan/mapping.hpp"
 
@@ -43,8 +43,8 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
     return PlanError::batch;
-  if (p.vpp > 1 && (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) %
-                           p[Dim::pp] != 0)
+  if (p.vpp > 1 &&
+      (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) % p[Dim::pp] != 0)
     return PlanError::vpp_microbatches;
   return PlanError::none;
 }
@@ -81,8 +81,8 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
         return fmt::format("tp/cp/pp/dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
                            p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
                            j.gpus > 0 ? j.gpus : c.gpu_count());
-      return fmt::format("tp/pp/dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp],
-                         p[Dim::dp], p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
+      return fmt::format("tp/pp/dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp], p[Dim::dp],
+                         p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
                          j.gpus > 0 ? j.gpus : c.gpu_count());
     case PlanError::gpus:
       return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
@@ -93,27 +93,26 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       return fmt::format("tp: {} does not divide {}'s {} key/value heads", tp, m.spec.name,
                          m.spec.kv_heads);
     case PlanError::tp_ffn:
-      return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name,
-                         m.spec.ffn);
+      return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name, m.spec.ffn);
     case PlanError::pp_layers:
       if (p.vpp > 1)
-        return fmt::format("vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp],
-                           p.vpp, m.spec.name, m.spec.layers);
+        return fmt::format("vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp], p.vpp,
+                           m.spec.name, m.spec.layers);
       return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
                          m.spec.layers);
     case PlanError::vpp_microbatches:
-      return fmt::format("vpp: the interleaved schedule needs the {} microbatches per pipeline "
-                         "to be a multiple of pp {}",
-                         j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch),
-                         p[Dim::pp]);
+      return fmt::format(
+          "vpp: the interleaved schedule needs the {} microbatches per pipeline "
+          "to be a multiple of pp {}",
+          j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch), p[Dim::pp]);
     case PlanError::batch:
       return fmt::format("micro_batch: dp {} x micro-batch {} does not divide the global batch {}",
                          p[Dim::dp], p.micro_batch, j.global_batch);
     case PlanError::unsupported_dim:
       return "ep: expert parallelism is not modelled for inference yet";
     case PlanError::cp_seq:
-      return fmt::format("cp: 2 x cp = {} does not divide the sequence length {}",
-                         2 * p[Dim::cp], j.seq_len);
+      return fmt::format("cp: 2 x cp = {} does not divide the sequence length {}", 2 * p[Dim::cp],
+                         j.seq_len);
     case PlanError::ep_dense:
       return fmt::format("ep: {} is a dense model (no experts)", m.spec.name);
     case PlanError::ep_experts:
@@ -123,11 +122,11 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       return fmt::format("ep: {} does not divide dp x cp = {}", p[Dim::ep],
                          p[Dim::dp] * p[Dim::cp]);
     case PlanError::ep_order:
-      return fmt::format("order: with {} expert layers (ep {}) would get other pipeline groups "
-                         "than dense layers (cp {}); Megatron-LM requires them equal",
-                         order_string(p.order), p[Dim::ep], p[Dim::cp]);
-    case PlanError::zero_stage:
-      return fmt::format("zero: expected 0, 1, 2 or 3, got {}", p.zero);
+      return fmt::format(
+          "order: with {} expert layers (ep {}) would get other pipeline groups "
+          "than dense layers (cp {}); Megatron-LM requires them equal",
+          order_string(p.order), p[Dim::ep], p[Dim::cp]);
+    case PlanError::zero_stage: return fmt::format("zero: expected 0, 1, 2 or 3, got {}", p.zero);
   }
   return "?";
 }

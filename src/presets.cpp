@@ -1,13 +1,13 @@
 #include "topoplan/presets.hpp"
 
-#include "topoplan/fingerprint.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/fingerprint.hpp"
 
 namespace topoplan {
 namespace {
@@ -63,8 +63,8 @@ ClusterSpec parse_cluster_with_presets(const std::string& text, const std::strin
     if (!find_preset("gpus", name)) {
       std::string names;
       for (const auto& n : preset_names("gpus")) names += (names.empty() ? "" : ", ") + n;
-      throw_input(src, path, fmt::format("expected a GPU preset ({}) or an object, got \"{}\"",
-                                         names, name));
+      throw_input(src, path,
+                  fmt::format("expected a GPU preset ({}) or an object, got \"{}\"", names, name));
     }
     return load_gpu(name, path);
   };
@@ -84,7 +84,8 @@ bool is_preset(const ClusterSpec& s) {
 
 bool is_preset(const ModelSpec& s) {
   if (!find_preset("models", s.name)) return false;
-  return fingerprint(Model(load_model(s.name, "preset"), "preset")) == fingerprint(Model(s, "model"));
+  return fingerprint(Model(load_model(s.name, "preset"), "preset")) ==
+         fingerprint(Model(s, "model"));
 }
 
 ModelSpec load_model(const std::string& name_or_path, const std::string& flag) {

@@ -1,7 +1,8 @@
 #include "topoplan/rank_table.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <set>
 #include <sstream>
 

@@ -1,6 +1,7 @@
 #include "topoplan/report.hpp"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
@@ -25,7 +26,6 @@ std::string thousands(double v) {
   return out;
 }
 
-
 std::string pct(double part, double whole) {
   return fmt::format("{:5.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
 }
@@ -46,9 +46,10 @@ std::string infeasible_reason(const RunContext& ctx, const Evaluation& e) {
 
 std::string context_line(const RunContext& ctx) {
   const auto& c = ctx.cluster;
-  const std::string gpus = ctx.job.gpus > 0 && ctx.job.gpus < c.gpu_count()
-                               ? fmt::format("{} of {} x {}", ctx.job.gpus, c.gpu_count(), c.gpu().name)
-                               : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
+  const std::string gpus =
+      ctx.job.gpus > 0 && ctx.job.gpus < c.gpu_count()
+          ? fmt::format("{} of {} x {}", ctx.job.gpus, c.gpu_count(), c.gpu().name)
+          : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
   return fmt::format("{} on {} x {} ({}), seq {}, global batch {}, {}", ctx.model.spec.name,
                      c.spec().nodes, c.spec().name, gpus, ctx.job.seq_len, ctx.job.global_batch,
                      to_string(ctx.job.dtype));
@@ -75,21 +76,22 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
       where += fmt::format("{}{} on {}", where.empty() ? "" : ", ", to_string(d),
                            span_name(c, worst.eval.shapes[d]));
     }
-    out.push_back(fmt::format("the same degrees with order {} put {}: {:.2f} s per step, {:.2f}x "
-                              "slower",
-                              short_order_string(worst.plan), where, worst.eval.step_time,
-                              worst.eval.step_time / w.eval.step_time));
+    out.push_back(
+        fmt::format("the same degrees with order {} put {}: {:.2f} s per step, {:.2f}x "
+                    "slower",
+                    short_order_string(worst.plan), where, worst.eval.step_time,
+                    worst.eval.step_time / w.eval.step_time));
   }
   for (std::size_t k = 1; k < r.top.size(); ++k) {
     const Candidate& o = r.top[k];
     if (o.plan.degree == w.plan.degree && o.plan.micro_batch == w.plan.micro_batch) continue;
     const double slower = 100.0 * (o.eval.step_time / w.eval.step_time - 1.0);
-    out.push_back(fmt::format(
-        "the best plan with other degrees or micro-batch, {} micro-batch {} ({}, "
-        "ZeRO-{}, recompute {}, sp {}), is {:.{}f}% slower",
-        degrees_string(o.plan), o.plan.micro_batch,
-        short_order_string(o.plan), o.plan.zero, to_string(o.plan.recompute),
-        o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
+    out.push_back(
+        fmt::format("the best plan with other degrees or micro-batch, {} micro-batch {} ({}, "
+                    "ZeRO-{}, recompute {}, sp {}), is {:.{}f}% slower",
+                    degrees_string(o.plan), o.plan.micro_batch, short_order_string(o.plan),
+                    o.plan.zero, to_string(o.plan.recompute),
+                    o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
     break;
   }
   return out;
@@ -125,17 +127,19 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
         tiers.push_back(d);
         break;
       }
-  out += fmt::format("{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} "
-                     "{:>11} {:>8} {:>6} {:>8} ",
-                     "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute",
-                     "sp", "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
+  out += fmt::format(
+      "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} "
+      "{:>11} {:>8} {:>6} {:>8} ",
+      "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp",
+      "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
   for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
   out += "\n";
   int rank = 1;
   for (const auto& cand : r.top) {
     const auto& e = cand.eval;
     out += fmt::format(
-        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} "
+        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} "
+        "{:>11} "
         "{:>8.1f} {:>5.1f}% {:>8.1f} ",
         rank++, cand.plan[Dim::tp], cand.plan[Dim::cp], cand.plan[Dim::ep], cand.plan[Dim::pp],
         cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan),
@@ -174,16 +178,16 @@ std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluati
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
-  out += fmt::format("plan: {}, micro-batch {}, vpp {}, order {} ({} "
-                     "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
-                     "parallelism {}\n\n",
-                     degrees_string(p), p.micro_batch, p.vpp,
-                     order_string(p.order), e.microbatches, p.zero, to_string(p.recompute),
-                     p.sequence_parallel ? "on" : "off");
-  out += fmt::format("step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
-                     "{:.1f}%\n",
-                     e.step_time, thousands(e.tokens_per_s),
-                     units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu);
+  out += fmt::format(
+      "plan: {}, micro-batch {}, vpp {}, order {} ({} "
+      "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
+      "parallelism {}\n\n",
+      degrees_string(p), p.micro_batch, p.vpp, order_string(p.order), e.microbatches, p.zero,
+      to_string(p.recompute), p.sequence_parallel ? "on" : "off");
+  out += fmt::format(
+      "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
+      "{:.1f}%\n",
+      e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu);
   out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n\n", units::to_GiB(e.memory.total()),
                      units::to_GiB(c.gpu().memory_bytes),
                      e.fits ? "fits" : "DOES NOT FIT (" + infeasible_reason(ctx, e) + ")");
@@ -221,11 +225,12 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
     out += "\n";
   }
   out += "\nmemory per GPU, most loaded pipeline stage (GiB)\n";
-  out += fmt::format("  weights {:.1f}  gradients {:.1f}  optimizer {:.1f}  activations {:.1f}  "
-                     "other {:.1f}  total {:.1f}\n",
-                     units::to_GiB(e.memory.weights), units::to_GiB(e.memory.gradients),
-                     units::to_GiB(e.memory.optimizer), units::to_GiB(e.memory.activations),
-                     units::to_GiB(e.memory.other), units::to_GiB(e.memory.total()));
+  out += fmt::format(
+      "  weights {:.1f}  gradients {:.1f}  optimizer {:.1f}  activations {:.1f}  "
+      "other {:.1f}  total {:.1f}\n",
+      units::to_GiB(e.memory.weights), units::to_GiB(e.memory.gradients),
+      units::to_GiB(e.memory.optimizer), units::to_GiB(e.memory.activations),
+      units::to_GiB(e.memory.other), units::to_GiB(e.memory.total()));
   return out;
 }
 
@@ -252,14 +257,10 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
   j["compute_split"] = {{"matmul_s", sig(e.compute.matmul)},
                         {"elementwise_s", sig(e.compute.elementwise)}};
-  j["breakdown"] = {{"compute_s", sig(e.time.compute)},
-                    {"tp_exposed_s", sig(e.time.tp)},
-                    {"cp_exposed_s", sig(e.time.cp)},
-                    {"ep_exposed_s", sig(e.time.ep)},
-                    {"pp_exposed_s", sig(e.time.pp)},
-                    {"bubble_s", sig(e.time.bubble)},
-                    {"dp_exposed_s", sig(e.time.dp)},
-                    {"optimizer_s", sig(e.time.optimizer)}};
+  j["breakdown"] = {{"compute_s", sig(e.time.compute)}, {"tp_exposed_s", sig(e.time.tp)},
+                    {"cp_exposed_s", sig(e.time.cp)},   {"ep_exposed_s", sig(e.time.ep)},
+                    {"pp_exposed_s", sig(e.time.pp)},   {"bubble_s", sig(e.time.bubble)},
+                    {"dp_exposed_s", sig(e.time.dp)},   {"optimizer_s", sig(e.time.optimizer)}};
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;

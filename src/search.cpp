@@ -1,10 +1,11 @@
 #include "topoplan/search.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
-#include <fmt/format.h>
 
 #include "topoplan/error.hpp"
 
@@ -52,9 +53,8 @@ std::vector<Order> distinct_orders(const Plan& p) {
     for (std::size_t k = 0; k < places.size(); ++k) o[places[k]] = active[k];
     out.push_back(o);
   } while (std::next_permutation(active.begin(), active.end()));
-  std::sort(out.begin(), out.end(), [](const Order& a, const Order& b) {
-    return order_string(a) < order_string(b);
-  });
+  std::sort(out.begin(), out.end(),
+            [](const Order& a, const Order& b) { return order_string(a) < order_string(b); });
   return out;
 }
 
@@ -75,8 +75,8 @@ std::vector<int> divisors(std::int64_t n) {
 /// Same plan but for the order, and exactly the same cost: a mirror layout that gives nothing new.
 bool equivalent(const Candidate& a, const Candidate& b) {
   return a.plan.degree == b.plan.degree && a.plan.micro_batch == b.plan.micro_batch &&
-         a.plan.vpp == b.plan.vpp &&
-         a.plan.zero == b.plan.zero && a.plan.recompute == b.plan.recompute &&
+         a.plan.vpp == b.plan.vpp && a.plan.zero == b.plan.zero &&
+         a.plan.recompute == b.plan.recompute &&
          a.plan.sequence_parallel == b.plan.sequence_parallel &&
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
 }
@@ -90,8 +90,7 @@ bool same_configuration(const Candidate& a, const Candidate& b) {
 /// is kept, so the list shows K different choices.
 class TopK {
  public:
-  TopK(int k, bool distinct)
-      : k_(static_cast<std::size_t>(std::max(1, k))), distinct_(distinct) {
+  TopK(int k, bool distinct) : k_(static_cast<std::size_t>(std::max(1, k))), distinct_(distinct) {
     items_.reserve(k_ + 1);
   }
   void offer(const Candidate& c) {
@@ -178,7 +177,8 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   auto& [mbs, vpps, zeros, recomputes, sps] = ch;
   const std::int64_t per_dp = j.global_batch % dp == 0 ? j.global_batch / dp : 0;
   for (std::int64_t b = 1; per_dp && b <= per_dp; ++b)
-    if (per_dp % b == 0 && (!opt.micro_batch || b == opt.micro_batch)) mbs.push_back(static_cast<int>(b));
+    if (per_dp % b == 0 && (!opt.micro_batch || b == opt.micro_batch))
+      mbs.push_back(static_cast<int>(b));
   if (mbs.empty()) mbs.push_back(opt.micro_batch ? opt.micro_batch : 1);
   if (opt.vpp) {
     vpps = {opt.vpp};
@@ -187,15 +187,21 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
     for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
       if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
   }
-  if (opt.zero >= 0) zeros = {opt.zero};
-  else if (dp * base[Dim::cp] == 1) zeros = {0};
-  else zeros = {0, 1, 2, 3};
+  if (opt.zero >= 0)
+    zeros = {opt.zero};
+  else if (dp * base[Dim::cp] == 1)
+    zeros = {0};
+  else
+    zeros = {0, 1, 2, 3};
   recomputes = opt.recompute
                    ? std::vector<Recompute>{*opt.recompute}
                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
-  if (opt.sequence_parallel) sps = {*opt.sequence_parallel};
-  else if (tp == 1) sps = {false};
-  else sps = {false, true};
+  if (opt.sequence_parallel)
+    sps = {*opt.sequence_parallel};
+  else if (tp == 1)
+    sps = {false};
+  else
+    sps = {false, true};
   return ch;
 }
 
@@ -235,7 +241,8 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
                 cand.plan = base;
                 cand.plan.order = orders.front();
                 cand.eval = finish(core, shapes.front(), fab, c, j, cand.plan, cal);
-                if (!out.closest_unfit || closer(cand, *out.closest_unfit)) out.closest_unfit = cand;
+                if (!out.closest_unfit || closer(cand, *out.closest_unfit))
+                  out.closest_unfit = cand;
               }
               break;
             }
@@ -299,8 +306,10 @@ std::vector<Plan> list_degrees(const Model& m, const JobSpec& j, const SearchOpt
         const int dp = n / tp / cp / pp;
         if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
         std::vector<int> eps{1};
-        if (m.spec.moe()) eps = degree_options(static_cast<std::int64_t>(dp) * cp, fixed(Dim::ep), max(Dim::ep));
-        else if (fixed(Dim::ep) > 1) pre.reject(PlanError::ep_dense);
+        if (m.spec.moe())
+          eps = degree_options(static_cast<std::int64_t>(dp) * cp, fixed(Dim::ep), max(Dim::ep));
+        else if (fixed(Dim::ep) > 1)
+          pre.reject(PlanError::ep_dense);
         for (int ep : eps) {
           if (fixed(Dim::ep) && ep != fixed(Dim::ep)) continue;
           if (const PlanError e = ep_rule(m.spec, ep, static_cast<std::int64_t>(dp) * cp);
@@ -339,10 +348,15 @@ void run_workers(const Cluster& c, const Model& m, const JobSpec& j, const Calib
     work(0);
   } else {
     std::atomic<bool> done{false};
-    std::thread main_worker([&] { work(0); done = true; });
+    std::thread main_worker([&] {
+      work(0);
+      done = true;
+    });
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      opt.progress(configs.empty() ? 1.0 : std::min(1.0, static_cast<double>(next.load()) / static_cast<double>(configs.size())),
+      opt.progress(configs.empty() ? 1.0
+                                   : std::min(1.0, static_cast<double>(next.load()) /
+                                                       static_cast<double>(configs.size())),
                    costed.load());
     }
     main_worker.join();
@@ -396,8 +410,10 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   r.top = top.take();
   r.evaluated = all.evaluated;
   r.out_of_memory = all.out_of_memory;
-  if (r.top.empty()) r.closest_unfit = std::move(all.closest_unfit);
-  else r.worst_order = worst_order(c, m, j, cal, r.top.front());
+  if (r.top.empty())
+    r.closest_unfit = std::move(all.closest_unfit);
+  else
+    r.worst_order = worst_order(c, m, j, cal, r.top.front());
   std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);

@@ -1,23 +1,25 @@
 #include "topoplan/topology.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "detail/json_input.hpp"
+#include "detail/names.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/units.hpp"
-#include "detail/names.hpp"
 
 namespace topoplan {
 namespace {
 
 constexpr std::array<const char*, kArchs> kArchNames{"ampere", "hopper", "blackwell"};
 constexpr std::array<const char*, kLinks> kLinkNames{"nvlink3", "nvlink4",    "nvlink5",
-                                                      "pcie",    "infiniband", "roce"};
+                                                     "pcie",    "infiniband", "roce"};
 
 /// An enum field read through its name table.
 template <class E, std::size_t N>
-E parse_named(const detail::JsonCursor& c, std::string_view key, const std::array<const char*, N>& names) {
+E parse_named(const detail::JsonCursor& c, std::string_view key,
+              const std::array<const char*, N>& names) {
   if (auto e = detail::from_name<E>(names, c.string(key))) return *e;
   c.fail(key, detail::names_list(names));
 }
@@ -110,10 +112,12 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     TierSpec tier;
     tier.name = t.string("name");
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
-    tier.fanout = static_cast<int>(i == 0 ? t.positive_int("fanout")
-                                          : t.int_at_least_or("fanout", 0, 0));
-    if (t.has("link")) tier.link = parse_named<Link>(t, "link", kLinkNames);
-    else tier.link = i == 0 ? Link::nvlink4 : Link::infiniband;
+    tier.fanout =
+        static_cast<int>(i == 0 ? t.positive_int("fanout") : t.int_at_least_or("fanout", 0, 0));
+    if (t.has("link"))
+      tier.link = parse_named<Link>(t, "link", kLinkNames);
+    else
+      tier.link = i == 0 ? Link::nvlink4 : Link::infiniband;
     tier.bandwidth = units::from_GBps(t.positive("bandwidth_GBps"));
     tier.latency = units::from_us(t.positive_or("latency_us", 0.0));
     tier.oversubscription = t.positive_or("oversubscription", 1.0);
@@ -132,9 +136,7 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
   tier_count_ = 0;
   for (std::size_t k = 0; k < spec_.tiers.size(); ++k) {
     const auto& t = spec_.tiers[k];
-    std::int64_t size = k == 0 ? t.fanout
-                       : t.fanout == 0 ? gpu_count_
-                                       : domain_[k - 1] * t.fanout;
+    std::int64_t size = k == 0 ? t.fanout : t.fanout == 0 ? gpu_count_ : domain_[k - 1] * t.fanout;
     domain_[k] = std::min<std::int64_t>(size, gpu_count_);
     if (k == 0) {
       bandwidth_[k] = t.bandwidth;

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <iostream>
 
@@ -40,17 +39,18 @@ TEST_CASE("calibration files override constants by key, and warn about unknown k
   apply_calibration_json(R"({"gemm_eff": 1, "hbm_efficency": 0.1})", "cal.json", c);
   set_warning_sink(nullptr);
   REQUIRE(warnings.size() == 2);
-  CHECK(warnings[0] == "cal.json: gemm_eff: unknown key, ignored (did you mean "
-                       "`gemm_efficiency.ampere`?); topoplan calibrate --constants lists the keys");
-  CHECK(warnings[1] == "cal.json: hbm_efficency: unknown key, ignored (did you mean "
-                       "`hbm_efficiency`?); topoplan calibrate --constants lists the keys");
+  CHECK(warnings[0] ==
+        "cal.json: gemm_eff: unknown key, ignored (did you mean "
+        "`gemm_efficiency.ampere`?); topoplan calibrate --constants lists the keys");
+  CHECK(warnings[1] ==
+        "cal.json: hbm_efficency: unknown key, ignored (did you mean "
+        "`hbm_efficiency`?); topoplan calibrate --constants lists the keys");
   CHECK(c.hbm_efficiency == before.hbm_efficiency);
   CHECK_THROWS_WITH(apply_calibration_json(R"({"hbm_efficiency": "x"})", "cal.json", c),
                     "cal.json: hbm_efficiency: expected a number >= 0, got \"x\"");
 }
 
 namespace {
-
 
 using test::eval;
 

@@ -1,9 +1,7 @@
 #include <catch2/catch.hpp>
-
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "topoplan/check_report.hpp"
@@ -88,7 +86,8 @@ TEST_CASE("check output for CI systems: GitHub annotations and JUnit XML") {
   std::string xml = check_junit(r);
   CHECK_THAT(xml, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>"));
   CHECK_THAT(xml, Catch::Contains("tests=\"8\" failures=\"3\""));
-  CHECK_THAT(xml, Catch::Contains("<testcase classname=\"topoplan.check\" name=\"tp-tier\">\n      <failure"));
+  CHECK_THAT(xml, Catch::Contains(
+                      "<testcase classname=\"topoplan.check\" name=\"tp-tier\">\n      <failure"));
   auto doc = nlohmann::json::parse(check_json(ctx, r));
   CHECK(doc["schema"] == "topoplan.check/v1");
   CHECK(doc["passed"] == false);

@@ -1,7 +1,7 @@
 // Golden numbers: every expected value is computed by hand in the comments, on dgx-h100 with the
 // default calibration: NVLink 450 GB/s x 0.82 = 369 GB/s ring busbw, 0.6 us per step, NVLS
-// 450 x 1.084 = 487.8 GB/s after 60 us; network 50 GB/s per GPU x 0.86 = 43 GB/s, 6 us per step; every
-// collective pays 6 us once, and 20 us more if it leaves the server.
+// 450 x 1.084 = 487.8 GB/s after 60 us; network 50 GB/s per GPU x 0.86 = 43 GB/s, 6 us per step;
+// every collective pays 6 us once, and 20 us more if it leaves the server.
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
@@ -20,7 +20,9 @@ GroupShape shape(int size, int span, std::initializer_list<int> per_domain = {})
   return g;
 }
 
-Fabric h100(int nodes) { return make_fabric(test::preset_cluster("dgx-h100", nodes), Calibration{}); }
+Fabric h100(int nodes) {
+  return make_fabric(test::preset_cluster("dgx-h100", nodes), Calibration{});
+}
 
 }  // namespace
 

@@ -102,13 +102,13 @@ TEST_CASE("pp_hop_time: scatter/gather sends a TP slice, then all-gathers withou
 TEST_CASE("pipeline_time: bubble (pp - 1) / vpp microbatches; sends in fill and drain") {
   // 1 s of work per microbatch, 10 ms per hop, pp 4, vpp 2, 8 microbatches.
   const PipelineTime overlapped = pipeline_time(1.0, 0.01, 4, 2, 8, true);
-  CHECK(overlapped.bubble == Approx(1.5));             // 3 x 1.0 / 2
-  CHECK(overlapped.exposed == Approx(0.14));           // 2 x (4 x 2 - 1) x 0.01
-  CHECK(overlapped.total == Approx(0.32));             // 8 x 2 x 2 x 0.01
+  CHECK(overlapped.bubble == Approx(1.5));    // 3 x 1.0 / 2
+  CHECK(overlapped.exposed == Approx(0.14));  // 2 x (4 x 2 - 1) x 0.01
+  CHECK(overlapped.total == Approx(0.32));    // 8 x 2 x 2 x 0.01
   const PipelineTime waiting = pipeline_time(1.0, 0.01, 4, 2, 8, false);
-  CHECK(waiting.per_microbatch == Approx(1.04));       // + 2 x 2 sends
-  CHECK(waiting.bubble == Approx(1.56));               // 3 x 1.04 / 2
-  CHECK(waiting.exposed == Approx(0.32));              // every microbatch waits
+  CHECK(waiting.per_microbatch == Approx(1.04));  // + 2 x 2 sends
+  CHECK(waiting.bubble == Approx(1.56));          // 3 x 1.04 / 2
+  CHECK(waiting.exposed == Approx(0.32));         // every microbatch waits
   CHECK(pipeline_time(1.0, 0.01, 1, 1, 8, true).exposed == 0);
 }
 

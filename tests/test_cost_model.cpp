@@ -25,9 +25,9 @@ TEST_CASE("central example: TP inside a server is far faster than TP across eigh
   JobSpec j;  // seq 4096, global batch 512, bf16, ZeRO-1
   Evaluation good = eval(c, m, j, plan(8, 4, 4, 1, "tp-dp-pp"));
   Evaluation bad = eval(c, m, j, plan(8, 4, 4, 1, "dp-pp-tp"));
-  CHECK(good.shapes[Dim::tp].span_tier == 0);      // TP group = one server
-  CHECK(bad.shapes[Dim::tp].span_tier == 1);       // TP group = eight servers of one leaf
-  CHECK(bad.shapes[Dim::tp].per_domain[0] == 1);   // one GPU per server
+  CHECK(good.shapes[Dim::tp].span_tier == 0);     // TP group = one server
+  CHECK(bad.shapes[Dim::tp].span_tier == 1);      // TP group = eight servers of one leaf
+  CHECK(bad.shapes[Dim::tp].per_domain[0] == 1);  // one GPU per server
   CHECK(bad.step_time > 2.0 * good.step_time);
   // Where the time goes: the bad mapping's extra time is exposed TP communication.
   CHECK(bad.time.compute == Approx(good.time.compute));

@@ -1,12 +1,11 @@
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "topoplan/export.hpp"
@@ -22,7 +21,8 @@ using Groups = std::vector<std::vector<int>>;
 /// Megatron-LM's RankGenerator, written out independently from reference/formats.md: the order
 /// string's leftmost token has stride 1; a dimension's groups vary its coordinate with the others
 /// fixed. `sizes` and `order` name the tokens; returns the groups of `dim` sorted by first rank.
-Groups megatron_groups(const std::vector<std::pair<std::string, int>>& order, const std::string& dim) {
+Groups megatron_groups(const std::vector<std::pair<std::string, int>>& order,
+                       const std::string& dim) {
   int world = 1;
   for (auto& [n, s] : order) world *= s;
   Groups out;
@@ -52,7 +52,9 @@ Plan make(int tp, int cp, int ep, int dp, int pp, Order order = kDefaultOrder) {
 }  // namespace
 
 TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both orders") {
-  struct Case { int tp, cp, ep, dp, pp; };
+  struct Case {
+    int tp, cp, ep, dp, pp;
+  };
   for (Case k : {Case{2, 1, 1, 4, 2}, Case{2, 2, 1, 2, 2}, Case{4, 2, 2, 4, 2}, Case{2, 1, 4, 8, 2},
                  Case{8, 2, 4, 2, 4}, Case{1, 4, 2, 2, 1}}) {
     for (bool tp_pp_dp : {false, true}) {
@@ -62,8 +64,12 @@ TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both order
                  << (tp_pp_dp ? " --use-tp-pp-dp-mapping" : " default"));
       // Dense generator: tp-cp-dp-pp or tp-cp-pp-dp (ep = 1).
       std::vector<std::pair<std::string, int>> dense =
-          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"cp", k.cp}, {"pp", k.pp}, {"dp", k.dp}}
-                   : std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"cp", k.cp}, {"dp", k.dp}, {"pp", k.pp}};
+          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp},
+                                                              {"cp", k.cp},
+                                                              {"pp", k.pp},
+                                                              {"dp", k.dp}}
+                   : std::vector<std::pair<std::string, int>>{
+                         {"tp", k.tp}, {"cp", k.cp}, {"dp", k.dp}, {"pp", k.pp}};
       for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::pp}) {
         Groups g = m.groups(d);
         std::sort(g.begin(), g.end());
@@ -72,8 +78,12 @@ TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both order
       // Expert generator: tp = expert TP (= tp), ep, dp = world / (tp ep pp), cp = 1.
       const int edp = k.cp * k.dp / k.ep;
       std::vector<std::pair<std::string, int>> expert =
-          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"ep", k.ep}, {"pp", k.pp}, {"dp", edp}}
-                   : std::vector<std::pair<std::string, int>>{{"tp", k.tp}, {"ep", k.ep}, {"dp", edp}, {"pp", k.pp}};
+          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp},
+                                                              {"ep", k.ep},
+                                                              {"pp", k.pp},
+                                                              {"dp", edp}}
+                   : std::vector<std::pair<std::string, int>>{
+                         {"tp", k.tp}, {"ep", k.ep}, {"dp", edp}, {"pp", k.pp}};
       Groups ep = m.groups(Dim::ep);
       std::sort(ep.begin(), ep.end());
       CHECK(ep == megatron_groups(expert, "ep"));
@@ -140,18 +150,21 @@ TEST_CASE("the rank table and the launcher formats follow their documented synta
   // SLURM_HOSTFILE: one host per task, in rank order.
   std::istringstream sl(export_slurm_hostfile(x));
   n = 0;
-  for (std::string line; std::getline(sl, line); ++n) CHECK(line == fmt::format("node{:03d}", n / 8));
+  for (std::string line; std::getline(sl, line); ++n)
+    CHECK(line == fmt::format("node{:03d}", n / 8));
   CHECK(n == 32);
 
   // torchrun: one static-rendezvous command per node.
   std::string tr = export_torchrun(x);
-  CHECK_THAT(tr, Catch::Contains("--nnodes=4 --nproc-per-node=8 --node-rank=3 --rdzv-backend=static "
-                                 "--rdzv-endpoint=node000:29500 train.py"));
+  CHECK_THAT(tr,
+             Catch::Contains("--nnodes=4 --nproc-per-node=8 --node-rank=3 --rdzv-backend=static "
+                             "--rdzv-endpoint=node000:29500 train.py"));
   CHECK_THAT(tr, !Catch::Contains("CUDA_VISIBLE_DEVICES"));
 
   // DeviceMesh: the reversed order string.
   CHECK_THAT(export_devicemesh(x),
-             Catch::Contains("init_device_mesh(\"cuda\", (2, 2, 8), mesh_dim_names=(\"pp\", \"dp\", \"tp\"))"));
+             Catch::Contains(
+                 "init_device_mesh(\"cuda\", (2, 2, 8), mesh_dim_names=(\"pp\", \"dp\", \"tp\"))"));
 }
 
 TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called out") {
@@ -169,7 +182,8 @@ TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called 
     RankTable t = build_rank_table(c, map, {});
     std::string text = export_megatron_args(ExportContext{run, p, map, t, opt});
     CHECK_THAT(text, !Catch::Contains("not expressible"));
-    ImportedPlan back = parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+    ImportedPlan back =
+        parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
     CHECK(back.plan[Dim::tp] == 4);
     CHECK(back.plan[Dim::pp] == 2);
     CHECK(back.plan.micro_batch == 2);
@@ -186,7 +200,8 @@ TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called 
              Catch::Contains("order dp-tp-pp is not expressible with Megatron-LM's flags"));
 }
 
-TEST_CASE("a permuted placement needs CUDA_VISIBLE_DEVICES, and a scattered one is refused by torchrun") {
+TEST_CASE(
+    "a permuted placement needs CUDA_VISIBLE_DEVICES, and a scattered one is refused by torchrun") {
   Cluster c = test::preset_cluster("dgx-h100", 2);
   Model m = test::preset_model("llama3-8b");
   JobSpec j;
@@ -238,9 +253,11 @@ TEST_CASE("the rank file carries the plan, the placement and the input fingerpri
 }
 
 TEST_CASE("host lists: comments, blanks, duplicates and too few names") {
-  CHECK(parse_hosts("# rack 1\na\n\n b  # first\nc\n", "hosts", 2) == std::vector<std::string>{"a", "b"});
+  CHECK(parse_hosts("# rack 1\na\n\n b  # first\nc\n", "hosts", 2) ==
+        std::vector<std::string>{"a", "b"});
   CHECK_THROWS_WITH(parse_hosts("a\na\n", "hosts", 2), "hosts: line 2: host 'a' appears twice");
-  CHECK_THROWS_WITH(parse_hosts("a\n", "hosts", 2), "hosts: expected 2 hostnames (one per server), got 1");
+  CHECK_THROWS_WITH(parse_hosts("a\n", "hosts", 2),
+                    "hosts: expected 2 hostnames (one per server), got 1");
 }
 
 TEST_CASE("launch advice names only the launchers that can start the placement") {
@@ -258,11 +275,14 @@ TEST_CASE("launch advice names only the launchers that can start the placement")
   RankTable t = build_rank_table(c, rev, {});
   ExportContext x{run, p, rev, t, opt};
   CHECK(launchers_for(t) == "--format torchrun");
-  CHECK_THAT(export_megatron_args(x), Catch::Contains("launch with topoplan export --format torchrun so"));
-  CHECK_THAT(export_devicemesh(x), Catch::Contains("launch with topoplan export --format torchrun so"));
-  CHECK_THROWS_WITH(export_slurm_hostfile(x),
-                    "--format slurm: this placement permutes GPUs inside a node (its tasks take GPUs "
-                    "in local-rank order), which slurm cannot express; use --format torchrun");
+  CHECK_THAT(export_megatron_args(x),
+             Catch::Contains("launch with topoplan export --format torchrun so"));
+  CHECK_THAT(export_devicemesh(x),
+             Catch::Contains("launch with topoplan export --format torchrun so"));
+  CHECK_THROWS_WITH(
+      export_slurm_hostfile(x),
+      "--format slurm: this placement permutes GPUs inside a node (its tasks take GPUs "
+      "in local-rank order), which slurm cannot express; use --format torchrun");
   CHECK_THROWS_WITH(export_openmpi_rankfile(x), Catch::Contains("use --format torchrun"));
   CHECK_THROWS_WITH(export_deepspeed_hostfile(x), Catch::Contains("use --format torchrun"));
   // Ranks alternating between the nodes, GPUs in local order: Slurm and Open MPI, not torchrun.
@@ -271,9 +291,11 @@ TEST_CASE("launch advice names only the launchers that can start the placement")
   RankTable t2 = build_rank_table(c, inter, {});
   ExportContext x2{run, p, inter, t2, opt};
   CHECK(launchers_for(t2) == "--format slurm or --format openmpi");
-  CHECK_THAT(export_megatron_args(x2), Catch::Contains("launch with topoplan export --format slurm or --format openmpi"));
-  CHECK_THROWS_WITH(export_torchrun(x2), Catch::Contains("puts non-consecutive ranks on one node, "
-                                                         "which torchrun cannot express; use --format slurm"));
+  CHECK_THAT(export_megatron_args(x2),
+             Catch::Contains("launch with topoplan export --format slurm or --format openmpi"));
+  CHECK_THROWS_WITH(export_torchrun(x2),
+                    Catch::Contains("puts non-consecutive ranks on one node, "
+                                    "which torchrun cannot express; use --format slurm"));
   // Both at once: nothing here starts it.
   for (int r = 0; r < 16; ++r) dev[r] = (r % 2) * 8 + 7 - r / 2;
   Mapping both = Mapping::with_devices(p, dev);

@@ -10,7 +10,6 @@ namespace {
 
 using test::plan;
 
-
 InferenceEval run(const Cluster& c, const Model& m, const InferenceJob& j, const Plan& p,
                   const Calibration& cal = Calibration{}) {
   REQUIRE(check_inference_plan(c, m, p) == PlanError::none);
@@ -115,7 +114,8 @@ TEST_CASE("inference memory: weights and the KV cache for the batch at full leng
   CHECK_FALSE(run(c, m, j, plan(8, 1, 1)).fits);
 }
 
-TEST_CASE("MoE inference: experts sharded over ep, all-to-alls per MoE layer, only active experts read") {
+TEST_CASE(
+    "MoE inference: experts sharded over ep, all-to-alls per MoE layer, only active experts read") {
   Cluster c = test::preset_cluster("dgx-h100", 2);
   Model m = test::preset_model("mixtral-8x7b");
   InferenceJob j;
@@ -128,7 +128,8 @@ TEST_CASE("MoE inference: experts sharded over ep, all-to-alls per MoE layer, on
   CHECK(ep.decode.ep > 0);
   CHECK(ep.memory_weights < no_ep.memory_weights);
   // Batch 1, top-2 of 8 experts: a step reads a quarter of the experts (x ep replicas' tokens).
-  CHECK(no_ep.weight_read < 0.5 * static_cast<double>(m.counts.total_params) * 2 / 8 / (3.35e12 * 0.8));
+  CHECK(no_ep.weight_read <
+        0.5 * static_cast<double>(m.counts.total_params) * 2 / 8 / (3.35e12 * 0.8));
   Plan dense = plan(8, 1, 2);
   dense[Dim::ep] = 2;
   CHECK(check_inference_plan(c, test::preset_model("llama3-8b"), dense) == PlanError::ep_dense);

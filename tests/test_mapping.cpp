@@ -12,7 +12,6 @@ inline Plan make(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp") {
   return test::plan(tp, pp, dp, order);
 }
 
-
 using Groups = std::vector<std::vector<int>>;
 
 }  // namespace
@@ -66,7 +65,8 @@ TEST_CASE("the O(tiers) shape equals walking every group") {
       for (int pp = 1; pp <= n / tp; ++pp) {
         if ((n / tp) % pp) continue;
         Plan base = make(tp, pp, n / tp / pp);
-        for (const char* o : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
+        for (const char* o :
+             {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
           base.order = parse_order(o, "--order");
           Mapping m = Mapping::from_order(base);
           for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {

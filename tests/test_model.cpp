@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "helpers.hpp"
@@ -48,11 +47,14 @@ TEST_CASE("parameter counts match the published sizes") {
 }
 
 TEST_CASE("GPT parameter count equals Megatron's closed form for every Table 1 row") {
-  struct Row { std::int64_t h, l, a; };
+  struct Row {
+    std::int64_t h, l, a;
+  };
   for (Row r : {Row{2304, 24, 24}, Row{6144, 40, 48}, Row{12288, 80, 96}, Row{25600, 128, 160}}) {
     Model m(gpt(r.h, r.l, r.a, 51200, 2048));
-    double expected = megatron_params(static_cast<double>(r.l), static_cast<double>(r.h), 51200, 2048) +
-                      2.0 * static_cast<double>(r.h);
+    double expected =
+        megatron_params(static_cast<double>(r.l), static_cast<double>(r.h), 51200, 2048) +
+        2.0 * static_cast<double>(r.h);
     CHECK(static_cast<double>(m.counts.total_params) == Approx(expected).epsilon(1e-12));
   }
   // Table 1 names these 1.7B, 18.4B, 145.6B: the counts round to those to one decimal.
@@ -116,20 +118,24 @@ TEST_CASE("Llama config.json keys: GQA and gated MLP") {
   CHECK(m.spec.head_dim == 128);
   CHECK(m.spec.gated_mlp);
   // One layer: Q,O 8192^2 each, K,V 8192x1024 each, three 8192x28672, two RMSNorm weights.
-  CHECK(m.counts.layer_params == 2 * 8192LL * 8192 + 2 * 8192LL * 1024 + 3 * 8192LL * 28672 + 2 * 8192);
+  CHECK(m.counts.layer_params ==
+        2 * 8192LL * 8192 + 2 * 8192LL * 1024 + 3 * 8192LL * 28672 + 2 * 8192);
 }
 
 TEST_CASE("bad model input is one clear line") {
   CHECK_THROWS_WITH(parse_model_json(R"({"hidden_size": 4096})", "config.json"),
                     "config.json: num_hidden_layers: required field is missing");
-  CHECK_THROWS_WITH(parse_model_json(R"({"foo": 1})", "config.json"),
-                    Catch::StartsWith("config.json: (top level): expected a Hugging Face config.json"));
+  CHECK_THROWS_WITH(
+      parse_model_json(R"({"foo": 1})", "config.json"),
+      Catch::StartsWith("config.json: (top level): expected a Hugging Face config.json"));
   CHECK_THROWS_WITH(
       parse_model_json(R"({"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
-        "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})", "config.json"),
+        "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})",
+                       "config.json"),
       "config.json: num_key_value_heads: expected a divisor of num_attention_heads (32), got 5");
-  CHECK_THROWS_WITH(load_model("no-such-model", "--model"),
-                    Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt3-175b"));
+  CHECK_THROWS_WITH(
+      load_model("no-such-model", "--model"),
+      Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt3-175b"));
 }
 
 TEST_CASE("Qwen2-MoE config keys read as MoE, and text_config nests the language model") {
@@ -151,7 +157,8 @@ TEST_CASE("Qwen2-MoE config keys read as MoE, and text_config nests the language
   CHECK(static_cast<double>(m.counts.total_params) == Approx(14.3e9).epsilon(0.015));
   // A multimodal wrapper: the same keys under text_config, the name from the outer config.
   const std::string wrapped =
-      std::string(R"({"name": "wrapped", "model_type": "x", "vision_config": {}, "text_config": )") +
+      std::string(
+          R"({"name": "wrapped", "model_type": "x", "vision_config": {}, "text_config": )") +
       qwen + "}";
   const ModelSpec w = parse_model_json(wrapped, "config.json");
   CHECK(w.name == "wrapped");
@@ -172,6 +179,8 @@ TEST_CASE("a model spec written as config.json reads back to the same model") {
     CHECK(back.name == s.name);
   }
   ModelSpec gpt2 = parse_model_json(R"({"n_embd": 768, "n_layer": 12, "n_head": 12,
-                                        "vocab_size": 50257})", "gpt2/config.json");
-  CHECK(fingerprint(Model(parse_model_json(model_config_json(gpt2), "b"))) == fingerprint(Model(gpt2)));
+                                        "vocab_size": 50257})",
+                                    "gpt2/config.json");
+  CHECK(fingerprint(Model(parse_model_json(model_config_json(gpt2), "b"))) ==
+        fingerprint(Model(gpt2)));
 }

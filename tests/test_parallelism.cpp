@@ -1,6 +1,5 @@
 // Context and expert parallelism, and the search's scale-out properties.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -46,7 +45,7 @@ TEST_CASE("expert parallelism: all-to-alls by tier, experts sharded over ep") {
   Model m = test::preset_model("mixtral-8x7b");
   JobSpec j;
   Evaluation ep1 = eval(c, m, j, plan(2, 1, 1, 1, 8));
-  Evaluation inside = eval(c, m, j, plan(2, 1, 4, 1, 8));                // ep groups in a server
+  Evaluation inside = eval(c, m, j, plan(2, 1, 4, 1, 8));                 // ep groups in a server
   Evaluation across = eval(c, m, j, plan(2, 1, 4, 1, 8, "tp-dp-ep-pp"));  // one GPU per server...
   CHECK(ep1.time.ep == 0);
   CHECK(inside.time.ep > 0);

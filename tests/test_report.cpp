@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -15,9 +14,9 @@ TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up"
   Evaluation e = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
   auto doc = nlohmann::json::parse(evaluation_json(RunContext{c, m, j, Calibration{}}, p, e));
   CHECK(doc["schema"] == "topoplan.plan/v1");
-  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "model_tflops_per_gpu",
-                          "memory_gib_per_gpu", "fits", "breakdown", "tp", "pp", "dp",
-                          "micro_batch", "order"})
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "mfu", "model_tflops_per_gpu", "memory_gib_per_gpu", "fits",
+        "breakdown", "tp", "pp", "dp", "micro_batch", "order"})
     CHECK(doc.contains(key));
   CHECK(doc["tp"] == 8);
   CHECK(doc["order"] == "tp-cp-ep-dp-pp");

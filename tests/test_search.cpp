@@ -27,8 +27,7 @@ TEST_CASE("with the degrees fixed, the search puts an intra-server TP mapping fi
   CHECK(r.top.front().eval.shapes[Dim::tp].span_tier == 0);
   CHECK(short_order_string(r.top.front().plan) == "tp-dp-pp");  // Megatron's default wins ties
   CHECK(r.top.back().eval.shapes[Dim::tp].span_tier == 1);
-  for (std::size_t i = 1; i < r.top.size(); ++i)
-    CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
+  for (std::size_t i = 1; i < r.top.size(); ++i) CHECK_FALSE(ranks_before(r.top[i], r.top[i - 1]));
 }
 
 TEST_CASE("the unconstrained search keeps TP inside one server in every plan it lists") {

@@ -67,7 +67,8 @@ TEST_CASE("cluster presets load with their cited figures") {
   Cluster a = test::preset_cluster("dgx-a100", 4);
   CHECK(a.bandwidth(0) == Approx(300e9));
   CHECK(a.bandwidth(1) == Approx(25e9));  // HDR 200 Gb/s
-  for (auto n : {"hgx-h200", "hgx-h800", "dgx-b200"}) CHECK(test::preset_cluster(n, 2).gpu_count() == 16);
+  for (auto n : {"hgx-h200", "hgx-h800", "dgx-b200"})
+    CHECK(test::preset_cluster(n, 2).gpu_count() == 16);
 }
 
 TEST_CASE("bad cluster input names the file, the JSON path and what was expected") {
@@ -86,9 +87,10 @@ TEST_CASE("bad cluster input names the file, the JSON path and what was expected
                     "c.json: tiers[2].bandwidth_GBps: required field is missing");
   std::string link = kSmall;
   link.replace(link.find("\"roce\""), 6, "\"ether\"");
-  CHECK_THROWS_WITH(parse_cluster_json(link, "c.json", no_gpu),
-                    "c.json: tiers[2].link: expected nvlink3, nvlink4, nvlink5, pcie, infiniband or "
-                    "roce, got \"ether\"");
+  CHECK_THROWS_WITH(
+      parse_cluster_json(link, "c.json", no_gpu),
+      "c.json: tiers[2].link: expected nvlink3, nvlink4, nvlink5, pcie, infiniband or "
+      "roce, got \"ether\"");
   CHECK_THROWS_WITH(parse_cluster_json("{\"name\": 3}", "c.json", no_gpu),
                     "c.json: name: expected a non-empty string, got 3");
   CHECK_THROWS_WITH(parse_cluster_json("{\"name\": ", "c.json", no_gpu),

@@ -11,9 +11,9 @@ namespace topoplan {
 
 /// How one kind of link performs in practice.
 struct LinkCalibration {
-  double bw_fraction = 0.85;      ///< achieved busbw / line rate for ring collectives
-  double step_latency = 5e-6;     ///< seconds per ring or tree step
-  double nvls_bw_fraction = 0;    ///< in-switch reduction (NVLS) busbw / line rate; 0: none
+  double bw_fraction = 0.85;    ///< achieved busbw / line rate for ring collectives
+  double step_latency = 5e-6;   ///< seconds per ring or tree step
+  double nvls_bw_fraction = 0;  ///< in-switch reduction (NVLS) busbw / line rate; 0: none
 };
 
 struct Calibration {

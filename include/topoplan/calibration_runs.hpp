@@ -11,11 +11,11 @@ namespace topoplan {
 struct CalibrationResult {
   std::string name;
   std::string source;
-  std::string metric;    ///< hardware_tflops_per_gpu, iteration_time_s, busbw_GBps, time_us
+  std::string metric;  ///< hardware_tflops_per_gpu, iteration_time_s, busbw_GBps, time_us
   double measured = 0;
   double predicted = 0;
-  bool checked = true;   ///< counted in the accuracy claim (false: shown, with the reason)
-  std::string note;      ///< the plan found, or why a row is not checked
+  bool checked = true;  ///< counted in the accuracy claim (false: shown, with the reason)
+  std::string note;     ///< the plan found, or why a row is not checked
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
 

@@ -55,17 +55,17 @@ struct CheckOptions {
 
 struct CheckResult {
   Plan plan;
-  std::optional<Evaluation> eval;  ///< training: unset when the degrees are invalid
+  std::optional<Evaluation> eval;          ///< training: unset when the degrees are invalid
   std::optional<InferenceEval> inference;  ///< inference checks: the evaluated plan
   std::vector<Finding> findings;
   std::optional<Candidate> best_same_degrees;  ///< the best order for the same choices
   std::optional<Candidate> best_overall;
-  [[nodiscard]] bool passed() const;           ///< no error-severity finding
+  [[nodiscard]] bool passed() const;  ///< no error-severity finding
 };
 
 /// Runs every rule on one plan placed by `mapping`.
-[[nodiscard]] CheckResult run_check(const RunContext& ctx, const Plan& plan,
-                                    const Mapping& mapping, const CheckOptions& opt);
+[[nodiscard]] CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
+                                    const CheckOptions& opt);
 
 /// The same rules for serving: tiers, memory, and the token latency against the best mapping of
 /// the same degrees and the best plan (--max-slowdown, --max-gap).

@@ -44,7 +44,8 @@ struct Fabric {
 /// Ring all-gather producing `bytes` per GPU (each contributes bytes/n): n-1 steps.
 [[nodiscard]] CollectiveCost ring_all_gather(const Fabric& f, const GroupShape& g, double bytes);
 /// Ring reduce-scatter of `bytes` per GPU (each ends with bytes/n): n-1 steps.
-[[nodiscard]] CollectiveCost ring_reduce_scatter(const Fabric& f, const GroupShape& g, double bytes);
+[[nodiscard]] CollectiveCost ring_reduce_scatter(const Fabric& f, const GroupShape& g,
+                                                 double bytes);
 /// NCCL's tree for groups that span servers: a chain inside each server and a double binary
 /// tree across servers; latency grows with log2(servers), the data goes up and down once.
 [[nodiscard]] CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
@@ -56,7 +57,8 @@ struct Fabric {
 [[nodiscard]] CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// One-shot all-reduce (inference engines' custom kernel): every GPU reads the others' buffers
 /// over NVSwitch in one step. For groups inside one server; latency-optimal for tiny messages.
-[[nodiscard]] CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+[[nodiscard]] CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g,
+                                                 double bytes);
 /// The cheapest of ring, tree and NVLS (ties in that order), and of the hierarchical scheme
 /// when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);

@@ -24,8 +24,7 @@ struct StageCompute {
   double attention_fwd = 0;  ///< one layer's attention core, forward (what CP hides behind)
 };
 [[nodiscard]] StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p,
-                                         const Calibration& cal, const GpuSpec& gpu,
-                                         double layers);
+                                         const Calibration& cal, const GpuSpec& gpu, double layers);
 
 /// Memory per GPU on the most loaded pipeline stage (the first keeps the most microbatches in
 /// flight, the last holds the logits): weights, gradients and Adam state (sharded by ZeRO over
@@ -69,9 +68,8 @@ struct EpTime {
 
 /// One pipeline hop: a microbatch's activations across a stage boundary, each TP rank sending
 /// its 1/tp slice (scatter/gather); without sequence parallelism the receiver all-gathers them.
-[[nodiscard]] CommTime pp_hop_time(const PlanCore& core, const GroupShape& pp,
-                                   const GroupShape& tp, const Fabric& fab,
-                                   bool sequence_parallel);
+[[nodiscard]] CommTime pp_hop_time(const PlanCore& core, const GroupShape& pp, const GroupShape& tp,
+                                   const Fabric& fab, bool sequence_parallel);
 
 /// The 1F1B schedule (interleaved over vpp model chunks), per step.
 struct PipelineTime {
@@ -83,8 +81,8 @@ struct PipelineTime {
 /// `work` is one microbatch's compute and exposed TP/CP/EP time. With overlapped sends only the
 /// fill and the drain wait for them (pp x vpp - 1 each); otherwise every microbatch waits for
 /// its 2 x vpp sends.
-[[nodiscard]] PipelineTime pipeline_time(double work, double hop, int pp, int vpp,
-                                         int microbatches, bool overlap_p2p);
+[[nodiscard]] PipelineTime pipeline_time(double work, double hop, int pp, int vpp, int microbatches,
+                                         bool overlap_p2p);
 
 /// DP and ZeRO, per step: gradient reduction (all-reduce for ZeRO-0, reduce-scatter otherwise),
 /// bucketed, each bucket paying the latency terms; dense gradients over dp x cp, expert

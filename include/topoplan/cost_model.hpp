@@ -17,11 +17,11 @@ namespace topoplan {
 
 /// Seconds per optimizer step on the critical path; they add up to the step time.
 struct TimeBreakdown {
-  double compute = 0;    ///< microbatches x compute of the slowest stage
-  double tp = 0;         ///< exposed tensor-parallel collectives
-  double cp = 0;         ///< exposed context-parallel K/V exchange (beyond the attention it hides behind)
-  double ep = 0;         ///< exposed expert-parallel all-to-alls (dispatch and combine)
-  double pp = 0;         ///< exposed pipeline sends (fill and drain; the steady state hides them)
+  double compute = 0;  ///< microbatches x compute of the slowest stage
+  double tp = 0;       ///< exposed tensor-parallel collectives
+  double cp = 0;  ///< exposed context-parallel K/V exchange (beyond the attention it hides behind)
+  double ep = 0;  ///< exposed expert-parallel all-to-alls (dispatch and combine)
+  double pp = 0;  ///< exposed pipeline sends (fill and drain; the steady state hides them)
   double bubble = 0;     ///< pipeline fill and drain: (pp-1)/vpp x one microbatch's time
   double dp = 0;         ///< exposed data-parallel gradient reduction and parameter gather
   double optimizer = 0;  ///< the optimizer step (HBM-bound)
@@ -53,19 +53,19 @@ struct MemoryBreakdown {
 [[nodiscard]] double hardware_flops_per_token(const Model& m, double seq_len, Recompute r);
 
 struct Evaluation {
-  bool fits = false;           ///< memory fits the GPU
-  double step_time = 0;        ///< seconds
+  bool fits = false;     ///< memory fits the GPU
+  double step_time = 0;  ///< seconds
   double tokens_per_s = 0;
   double model_flops_per_gpu = 0;  ///< model FLOP/s per GPU (no recomputation counted)
-  double mfu = 0;              ///< model_flops_per_gpu / dense peak
-  int microbatches = 0;        ///< per pipeline per step
+  double mfu = 0;                  ///< model_flops_per_gpu / dense peak
+  int microbatches = 0;            ///< per pipeline per step
   TimeBreakdown time;
   ComputeSplit compute;
   DimArray<double> comm{};  ///< seconds per step each dimension communicates, hidden or not
   MemoryBreakdown memory;
-  DimArray<GroupShape> shapes{};      ///< worst group shape per dimension
-  DimArray<Algorithm> algorithms{};   ///< collective chosen per dimension
-  GroupShape expert_dp_shape;                  ///< expert gradients' group (MoE)
+  DimArray<GroupShape> shapes{};     ///< worst group shape per dimension
+  DimArray<Algorithm> algorithms{};  ///< collective chosen per dimension
+  GroupShape expert_dp_shape;        ///< expert gradients' group (MoE)
   /// EP all-to-all seconds per step by tier (transfer only; the slowest tier sets the time).
   std::array<double, Cluster::kMaxTiers> ep_per_tier{};
 };
@@ -75,8 +75,8 @@ struct Evaluation {
 [[nodiscard]] double total_comm(const Evaluation& e, Dim d);
 
 /// Scores a plan that passed check_plan. Pure; allocates nothing for order-based mappings.
-[[nodiscard]] Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j,
-                                  const Plan& p, const Mapping& map, const Calibration& cal);
+[[nodiscard]] Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
+                                  const Mapping& map, const Calibration& cal);
 
 /// Everything about a plan that the order string does not change: compute, memory and the
 /// message sizes. The search computes it once and then costs each order's communication.
@@ -85,11 +85,11 @@ struct PlanCore {
   double layers_per_stage = 0;
   double moe_layers_per_stage = 0;
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
-  double t_attention_fwd = 0;              ///< one microbatch's attention core per layer (CP hides behind it)
-  double tp_bytes = 0;                     ///< one TP collective's buffer
+  double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
+  double tp_bytes = 0;         ///< one TP collective's buffer
   int tp_per_layer = 0;
-  double cp_bytes = 0;                     ///< one K/V chunk a CP rank passes on
-  double ep_bytes = 0;                     ///< one all-to-all's buffer per GPU
+  double cp_bytes = 0;  ///< one K/V chunk a CP rank passes on
+  double ep_bytes = 0;  ///< one all-to-all's buffer per GPU
   int ep_per_layer = 0;
   double pp_bytes = 0;
   double params_gpu = 0;                                 ///< parameters on one GPU

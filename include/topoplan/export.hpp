@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "topoplan/rank_table.hpp"
 #include "topoplan/context.hpp"
 #include "topoplan/job.hpp"
 #include "topoplan/model.hpp"
+#include "topoplan/rank_table.hpp"
 
 namespace topoplan {
 

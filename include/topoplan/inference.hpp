@@ -46,15 +46,15 @@ struct PrefillBreakdown {
 struct InferenceEval {
   bool fits = false;
   int replicas = 0;
-  double ttft = 0;             ///< seconds
-  double token_latency = 0;    ///< seconds per generated token, per sequence
-  double end_to_end = 0;       ///< ttft + (output - 1) x token_latency
-  double tokens_per_s = 0;     ///< generated tokens per second per replica (batch x output / e2e)
+  double ttft = 0;           ///< seconds
+  double token_latency = 0;  ///< seconds per generated token, per sequence
+  double end_to_end = 0;     ///< ttft + (output - 1) x token_latency
+  double tokens_per_s = 0;   ///< generated tokens per second per replica (batch x output / e2e)
   double tokens_per_s_per_gpu = 0;
   double decode_tokens_per_s = 0;  ///< steady decode rate per replica: batch / token_latency
-  double comm_share = 0;       ///< (tp + pp + ep) / token_latency
-  double weight_read = 0;      ///< seconds per token reading weights (part of decode.memory)
-  double kv_read = 0;          ///< seconds per token reading the KV cache
+  double comm_share = 0;           ///< (tp + pp + ep) / token_latency
+  double weight_read = 0;          ///< seconds per token reading weights (part of decode.memory)
+  double kv_read = 0;              ///< seconds per token reading the KV cache
   PrefillBreakdown prefill;
   DecodeBreakdown decode;
   double memory_weights = 0, memory_kv = 0, memory_other = 0;  ///< bytes per GPU

@@ -12,15 +12,15 @@ namespace topoplan {
 enum class Dtype { bf16, fp16, fp8 };
 
 struct JobSpec {
-  std::int64_t seq_len = 4096;       ///< tokens per sequence
-  std::int64_t global_batch = 512;   ///< sequences per optimizer step
+  std::int64_t seq_len = 4096;      ///< tokens per sequence
+  std::int64_t global_batch = 512;  ///< sequences per optimizer step
   Dtype dtype = Dtype::bf16;
-  bool flash_attention = true;       ///< fused attention: no s^2 scores stored or streamed
-  bool tp_comm_overlap = false;      ///< TP collectives overlapped with matmuls (userbuffers)
-  bool overlap_grad_reduce = true;   ///< DP reduction overlapped with the backward pass
-  bool overlap_p2p = true;           ///< PP sends overlapped with compute in the steady state
-  int gpus = 0;                      ///< GPUs to use (0: the whole cluster)
-  double memory_headroom = 0;        ///< fraction of GPU memory kept free (0-0.9)
+  bool flash_attention = true;      ///< fused attention: no s^2 scores stored or streamed
+  bool tp_comm_overlap = false;     ///< TP collectives overlapped with matmuls (userbuffers)
+  bool overlap_grad_reduce = true;  ///< DP reduction overlapped with the backward pass
+  bool overlap_p2p = true;          ///< PP sends overlapped with compute in the steady state
+  int gpus = 0;                     ///< GPUs to use (0: the whole cluster)
+  double memory_headroom = 0;       ///< fraction of GPU memory kept free (0-0.9)
 };
 
 [[nodiscard]] double dtype_bytes(Dtype d);

@@ -14,8 +14,8 @@ namespace topoplan {
 
 /// How one communication group (or the worst of a dimension's groups) falls on the tiers.
 struct GroupShape {
-  int size = 1;       ///< members
-  int span_tier = -1; ///< innermost tier whose one domain holds the group; -1 for a single member
+  int size = 1;        ///< members
+  int span_tier = -1;  ///< innermost tier whose one domain holds the group; -1 for a single member
   /// per_domain[k], for k < span_tier: fewest members the group has in one tier-k domain that it
   /// touches (its share of that domain's uplinks when every group crosses at once).
   std::array<int, Cluster::kMaxTiers> per_domain{};

@@ -44,19 +44,19 @@ struct ModelSpec {
 
 /// Counts derived once from a spec. Parameters are elements; FLOPs are per token.
 struct ModelCounts {
-  std::int64_t layer_params = 0;      ///< one transformer layer (average over dense and MoE layers)
+  std::int64_t layer_params = 0;  ///< one transformer layer (average over dense and MoE layers)
   std::int64_t layer_expert_params = 0;  ///< of which routed experts (average per layer)
-  std::int64_t moe_layers = 0;        ///< layers with routed experts
-  std::int64_t embedding_params = 0;  ///< token (+ position) embeddings
-  std::int64_t head_params = 0;       ///< output layer (0 when tied) + final norm
+  std::int64_t moe_layers = 0;           ///< layers with routed experts
+  std::int64_t embedding_params = 0;     ///< token (+ position) embeddings
+  std::int64_t head_params = 0;          ///< output layer (0 when tied) + final norm
   std::int64_t total_params = 0;
-  double q_dim = 0;                   ///< heads x head_dim
+  double q_dim = 0;  ///< heads x head_dim
   /// MLP width a token activates, averaged over layers: ffn for dense layers, (top_k + shared)
   /// x expert_ffn for MoE layers. Sizes activations and element-wise traffic.
   double active_ffn = 0;
   /// The smallest MLP matrix dimension (expert_ffn for MoE models): sizes GEMM efficiency.
   double min_ffn = 0;
-  double kv_dim = 0;                  ///< kv_heads x head_dim
+  double kv_dim = 0;  ///< kv_heads x head_dim
   /// Forward FLOPs per token in one layer's weight matmuls (2 per multiply-add).
   double layer_matmul_flops = 0;
   /// Forward FLOPs per token per layer of attention scores and weighted values, per unit of

@@ -41,10 +41,10 @@ struct Plan {
   int micro_batch = 1;
   int vpp = 1;  ///< virtual pipeline stages (model chunks) per pipeline rank: interleaved 1F1B
   Order order = kDefaultOrder;
-  int zero = 1;                           ///< 0 none; 1 optimizer state (distributed optimizer);
-                                          ///< 2 + gradients; 3 + weights, sharded over dp
+  int zero = 1;  ///< 0 none; 1 optimizer state (distributed optimizer);
+                 ///< 2 + gradients; 3 + weights, sharded over dp
   Recompute recompute = Recompute::none;
-  bool sequence_parallel = false;         ///< Megatron sequence parallelism (with tp > 1)
+  bool sequence_parallel = false;  ///< Megatron sequence parallelism (with tp > 1)
 
   [[nodiscard]] int operator[](Dim d) const { return degree[d]; }
   [[nodiscard]] int& operator[](Dim d) { return degree[d]; }

@@ -14,22 +14,22 @@ namespace topoplan {
 /// Why a plan cannot be run at all. Checked before costing.
 enum class PlanError : unsigned char {
   none,
-  world_mismatch,      ///< the degrees' product is not the GPU count
-  tp_heads,            ///< TP does not divide the attention heads
-  tp_kv_heads,         ///< TP does not divide the key/value heads
-  tp_ffn,              ///< TP does not divide the MLP size
-  pp_layers,           ///< PP x VPP does not fit the layers (more stages than layers, or
-                       ///< interleaving with layers not divisible by pp x vpp)
-  vpp_microbatches,    ///< interleaving needs the microbatches to be a multiple of pp
-  batch,               ///< DP x micro-batch does not divide the global batch
-  unsupported_dim,     ///< a dimension this path does not model (EP for inference)
-  zero_stage,          ///< ZeRO stage outside 0-3
-  cp_seq,              ///< 2 x CP does not divide the sequence (load-balanced causal chunks)
-  ep_dense,            ///< EP > 1 on a model without experts
-  ep_experts,          ///< EP does not divide the experts
-  ep_dp,               ///< EP does not divide dp x cp (expert layers re-divide those ranks)
-  ep_order,            ///< expert and dense layers would get different pipeline groups
-  gpus,                ///< more GPUs than the cluster has
+  world_mismatch,    ///< the degrees' product is not the GPU count
+  tp_heads,          ///< TP does not divide the attention heads
+  tp_kv_heads,       ///< TP does not divide the key/value heads
+  tp_ffn,            ///< TP does not divide the MLP size
+  pp_layers,         ///< PP x VPP does not fit the layers (more stages than layers, or
+                     ///< interleaving with layers not divisible by pp x vpp)
+  vpp_microbatches,  ///< interleaving needs the microbatches to be a multiple of pp
+  batch,             ///< DP x micro-batch does not divide the global batch
+  unsupported_dim,   ///< a dimension this path does not model (EP for inference)
+  zero_stage,        ///< ZeRO stage outside 0-3
+  cp_seq,            ///< 2 x CP does not divide the sequence (load-balanced causal chunks)
+  ep_dense,          ///< EP > 1 on a model without experts
+  ep_experts,        ///< EP does not divide the experts
+  ep_dp,             ///< EP does not divide dp x cp (expert layers re-divide those ranks)
+  ep_order,          ///< expert and dense layers would get different pipeline groups
+  gpus,              ///< more GPUs than the cluster has
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
@@ -45,8 +45,8 @@ enum class PlanError : unsigned char {
 [[nodiscard]] PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks);
 /// A one-line explanation: the plan fields at fault ("tp: ...", "tp/pp/dp: ...", "micro_batch:
 /// ...") and the numbers. The CLI shows the fields as its flags.
-[[nodiscard]] std::string describe(PlanError e, const Cluster& c, const Model& m,
-                                   const JobSpec& j, const Plan& p);
+[[nodiscard]] std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,
+                                   const Plan& p);
 /// A short key for counting rejections ("tp does not divide heads").
 [[nodiscard]] const char* short_reason(PlanError e);
 

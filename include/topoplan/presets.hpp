@@ -25,7 +25,8 @@ struct PresetFile {
 [[nodiscard]] ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag);
 [[nodiscard]] ModelSpec load_model(const std::string& name_or_path, const std::string& flag);
 /// Parses a cluster document whose `gpu` may name a GPU preset.
-[[nodiscard]] ClusterSpec parse_cluster_with_presets(const std::string& text, const std::string& source);
+[[nodiscard]] ClusterSpec parse_cluster_with_presets(const std::string& text,
+                                                     const std::string& source);
 /// True when the spec is a built-in preset as it ships (same name and same figures; a cluster
 /// at any node count). Results name such inputs; others carry the whole spec.
 [[nodiscard]] bool is_preset(const ClusterSpec& s);

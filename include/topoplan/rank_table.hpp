@@ -11,9 +11,9 @@ namespace topoplan {
 
 struct RankEntry {
   int rank = 0;
-  int node = 0;        ///< server index in the cluster
-  int local_rank = 0;  ///< position among the node's ranks, in global-rank order
-  int gpu = 0;         ///< physical GPU index on the node
+  int node = 0;           ///< server index in the cluster
+  int local_rank = 0;     ///< position among the node's ranks, in global-rank order
+  int gpu = 0;            ///< physical GPU index on the node
   DimArray<int> coord{};  ///< ep from the expert layout, the rest from the dense one
 };
 
@@ -35,7 +35,8 @@ struct RankTable {
 /// The device (node x GPUs per server + GPU) of each rank of an explicit placement, checked: every
 /// node and GPU index inside the cluster, no GPU twice. The placement may use any subset of the
 /// cluster's GPUs (GPUs left out idle). InputError names `source` and the rank.
-[[nodiscard]] std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node_of_rank,
+[[nodiscard]] std::vector<int> devices_of_ranks(const Cluster& c,
+                                                const std::vector<int>& node_of_rank,
                                                 const std::vector<int>& gpu_of_rank,
                                                 const std::string& source);
 /// One hostname per line; blank lines and '#' comments skipped. InputError on duplicates, on

@@ -17,8 +17,7 @@ inline constexpr const char* kSearchSchema = "topoplan.search/v1";
 /// One line of context: model, cluster, job.
 [[nodiscard]] std::string context_line(const RunContext& ctx);
 /// Why the first plan wins: per-dimension tiers, the same degrees' worst order, the runner-up.
-[[nodiscard]] std::vector<std::string> explain_winner(const RunContext& ctx,
-                                                      const SearchResult& r);
+[[nodiscard]] std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r);
 
 [[nodiscard]] std::string plan_report_text(const RunContext& ctx, const SearchResult& r);
 [[nodiscard]] std::string plan_report_json(const RunContext& ctx, const SearchResult& r);

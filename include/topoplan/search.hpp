@@ -1,8 +1,8 @@
 #pragma once
 /// Exhaustive search over degrees, micro-batch sizes and order strings, keeping the top K.
 #include <array>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,10 +22,10 @@ struct SearchOptions {
   /// A searched CP degree keeps at least this many tokens of each sequence per rank (ring
   /// attention on shorter chunks is not worth its exchanges); a fixed --cp is not limited.
   std::int64_t min_cp_tokens = 2048;
-  int micro_batch = 0;             ///< 0: searched
-  int vpp = 0;                     ///< 0: searched (1 and every interleaving that fits)
-  std::optional<Order> order;      ///< unset: every order of the dimensions > 1
-  int zero = -1;                   ///< -1: searched (0-3; only 0 when dp = 1)
+  int micro_batch = 0;                    ///< 0: searched
+  int vpp = 0;                            ///< 0: searched (1 and every interleaving that fits)
+  std::optional<Order> order;             ///< unset: every order of the dimensions > 1
+  int zero = -1;                          ///< -1: searched (0-3; only 0 when dp = 1)
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
   std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
   int top_k = 10;
@@ -58,7 +58,7 @@ struct SearchResult {
   /// The best plan's degrees and choices laid out the slowest way, when that is slower: what its
   /// mapping is worth (reports explain the winner with it).
   std::optional<Candidate> worst_order;
-  std::int64_t evaluated = 0;    ///< plans costed (communication and totals)
+  std::int64_t evaluated = 0;      ///< plans costed (communication and totals)
   std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
 };

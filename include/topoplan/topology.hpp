@@ -35,20 +35,20 @@ struct GpuSpec {
 /// tier-(k-1) domains.
 struct TierSpec {
   std::string name;
-  int fanout = 0;              ///< tier 0: GPUs per server; k > 0: lower domains joined (0 = all)
+  int fanout = 0;  ///< tier 0: GPUs per server; k > 0: lower domains joined (0 = all)
   Link link = Link::infiniband;
-  double bandwidth = 0;        ///< line rate, bytes/s per GPU per direction, between GPUs that meet here
-  double latency = 0;          ///< seconds per step; 0: from the calibration (link and tier)
-  double oversubscription = 1; ///< down/up ratio of the links that join the lower domains
+  double bandwidth = 0;  ///< line rate, bytes/s per GPU per direction, between GPUs that meet here
+  double latency = 0;    ///< seconds per step; 0: from the calibration (link and tier)
+  double oversubscription = 1;  ///< down/up ratio of the links that join the lower domains
 };
 
 struct ClusterSpec {
   std::string name;
   std::string source;  ///< citation for the figures
   GpuSpec gpu;
-  int nodes = 1;              ///< servers
-  int nics_per_server = 0;    ///< NICs used for GPU traffic between servers
-  double nic_bandwidth = 0;   ///< bytes/s per NIC per direction
+  int nodes = 1;             ///< servers
+  int nics_per_server = 0;   ///< NICs used for GPU traffic between servers
+  double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
   std::vector<TierSpec> tiers;
 };
 

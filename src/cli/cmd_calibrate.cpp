@@ -1,6 +1,6 @@
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "cli/common.hpp"
 #include "topoplan/calibration_runs.hpp"

@@ -1,6 +1,6 @@
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "cli/common.hpp"
 #include "topoplan/check_report.hpp"
@@ -19,7 +19,8 @@ struct CheckArgs {
 
 int run_check_cmd(const CheckArgs& a) {
   if (!(a.rules.max_slowdown >= 1.0))
-    throw_input("--max-slowdown", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_slowdown));
+    throw_input("--max-slowdown", "",
+                fmt::format("expected a ratio >= 1, got {}", a.rules.max_slowdown));
   if (!(a.rules.max_gap >= 1.0))
     throw_input("--max-gap", "", fmt::format("expected a ratio >= 1, got {}", a.rules.max_gap));
   if (!(a.rules.tier_min_gain >= 0.0 && a.rules.tier_min_gain <= 10.0))

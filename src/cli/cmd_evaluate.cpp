@@ -21,8 +21,7 @@ int run_inference_evaluate(const EvaluateArgs& a) {
   Resolved r = resolve_plan(io, a.plan);
   InferenceJob job = inference_job(io, a.inf);
   PlanError err = check_inference_plan(r.in.cluster, r.in.model, r.plan);
-  if (err != PlanError::none)
-    throw_plan_error(err, r);
+  if (err != PlanError::none) throw_plan_error(err, r);
   InferenceEval e = evaluate_inference(r.in.cluster, r.in.model, job, r.plan, r.mapping, r.in.cal);
   InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
   write_output(a.out.path, a.out.format == "json" ? inference_json(ctx, r.plan, e)
@@ -34,8 +33,7 @@ int run_evaluate(const EvaluateArgs& a) {
   if (a.inf.enabled) return run_inference_evaluate(a);
   Resolved r = resolve_plan(a.in, a.plan);
   PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
-  if (err != PlanError::none)
-    throw_plan_error(err, r);
+  if (err != PlanError::none) throw_plan_error(err, r);
   Evaluation e = evaluate(r.in.cluster, r.in.model, r.in.job, r.plan, r.mapping, r.in.cal);
   RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
   write_output(a.out.path, a.out.format == "json" ? evaluation_json(ctx, r.plan, e)

@@ -1,7 +1,7 @@
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
@@ -23,8 +23,7 @@ int run_export(const ExportArgs& a) {
   Resolved r = resolve_plan(a.in, a.plan);
   // The same rules as evaluate and check (plan_check.hpp).
   const PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
-  if (err != PlanError::none)
-    throw_plan_error(err, r);
+  if (err != PlanError::none) throw_plan_error(err, r);
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) hosts = load_hosts_file(a.hosts_file, r.in.cluster.spec().nodes);
   RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));
@@ -33,7 +32,8 @@ int run_export(const ExportArgs& a) {
   opt.cluster_arg = r.in.cluster_arg;
   opt.model_arg = r.in.model_arg;
   if (opt.cpus_per_gpu < 1)
-    throw_input("--cpus-per-gpu", "", fmt::format("expected a positive integer, got {}", opt.cpus_per_gpu));
+    throw_input("--cpus-per-gpu", "",
+                fmt::format("expected a positive integer, got {}", opt.cpus_per_gpu));
   ExportContext x{ctx, r.plan, r.mapping, table, opt};
   if (a.out_dir.empty()) {
     write_output(a.out.path, render_export(parse_export_format(a.out.format, "--format"), x));
@@ -64,14 +64,16 @@ int run_export(const ExportArgs& a) {
 Runner register_export(CLI::App& cmd) {
   auto a = std::make_shared<ExportArgs>();
   add_plan_under_test_options(cmd, a->in, a->plan, nullptr);
-  cmd.add_option("--hosts", a->hosts_file, "one hostname per server (default node000, node001, ...)");
+  cmd.add_option("--hosts", a->hosts_file,
+                 "one hostname per server (default node000, node001, ...)");
   cmd.add_option("--out-dir", a->out_dir, "write every format into this directory");
-  cmd.add_option("--script", a->opt.script, "training script for torchrun.sh")->capture_default_str();
+  cmd.add_option("--script", a->opt.script, "training script for torchrun.sh")
+      ->capture_default_str();
   cmd.add_option("--port", a->opt.port, "rendezvous port")->capture_default_str();
   cmd.add_option("--cpus-per-gpu", a->opt.cpus_per_gpu, "cores bound per rank in the rankfile")
       ->capture_default_str();
-  add_output_options(cmd, a->out,
-                     {"json", "megatron", "devicemesh", "torchrun", "slurm", "deepspeed", "openmpi"});
+  add_output_options(
+      cmd, a->out, {"json", "megatron", "devicemesh", "torchrun", "slurm", "deepspeed", "openmpi"});
   return [a] { return run_export(*a); };
 }
 

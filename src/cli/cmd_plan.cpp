@@ -1,11 +1,10 @@
+#include <fmt/format.h>
+
 #include <memory>
 #include <thread>
 
-#include "cli/progress.hpp"
-
-#include <fmt/format.h>
-
 #include "cli/common.hpp"
+#include "cli/progress.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
@@ -49,7 +48,8 @@ int run_inference_plan(const PlanArgs& a) {
 }
 
 int run_plan(const PlanArgs& a) {
-  if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
+  if (a.top < 1)
+    throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
   SearchOptions opt;
@@ -63,14 +63,17 @@ int run_plan(const PlanArgs& a) {
   opt.max[Dim::ep] = a.max_ep;
   opt.max[Dim::pp] = a.max_pp;
   for (Dim d : kDefaultOrder)
-    if (opt.max[d] < 0) throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
-  opt.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (opt.max[d] < 0)
+      throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
+  opt.threads = a.threads > 0 ? a.threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar;
   if (bar.enabled()) opt.progress = [&bar](double f, std::int64_t n) { bar.update(f, n); };
   opt.micro_batch = a.micro_batch;
   opt.vpp = a.vpp;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
-  if (a.top < 1) throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
+  if (a.top < 1)
+    throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   opt.top_k = a.top;
   opt.distinct = !a.variants;
   opt.zero = a.choice.zero;
@@ -90,18 +93,21 @@ int run_plan(const PlanArgs& a) {
 Runner register_plan(CLI::App& cmd) {
   auto a = std::make_shared<PlanArgs>();
   add_input_options(cmd, a->in);
-  for (auto [flag, value, what] :
-       {std::tuple{"--tp", &a->tp, "tensor-parallel degree"}, {"--pp", &a->pp, "pipeline-parallel degree"},
-        {"--dp", &a->dp, "data-parallel degree"}, {"--cp", &a->cp, "context-parallel degree"},
-        {"--ep", &a->ep, "expert-parallel degree (MoE)"}})
+  for (auto [flag, value, what] : {std::tuple{"--tp", &a->tp, "tensor-parallel degree"},
+                                   {"--pp", &a->pp, "pipeline-parallel degree"},
+                                   {"--dp", &a->dp, "data-parallel degree"},
+                                   {"--cp", &a->cp, "context-parallel degree"},
+                                   {"--ep", &a->ep, "expert-parallel degree (MoE)"}})
     cmd.add_option(flag, *value, fmt::format("fix the {} (default: searched)", what));
-  for (auto [flag, value, dim] : {std::tuple{"--max-tp", &a->max_tp, "tp"}, {"--max-ep", &a->max_ep, "ep"},
+  for (auto [flag, value, dim] : {std::tuple{"--max-tp", &a->max_tp, "tp"},
+                                  {"--max-ep", &a->max_ep, "ep"},
                                   {"--max-pp", &a->max_pp, "pp"}})
     cmd.add_option(flag, *value, fmt::format("search {} up to this", dim));
   cmd.add_option("--max-cp", a->max_cp,
                  "search cp up to this (and while each rank keeps >= 2048 tokens per sequence)")
       ->capture_default_str();
-  cmd.add_option("--threads", a->threads, "worker threads (default: every core); same result for any");
+  cmd.add_option("--threads", a->threads,
+                 "worker threads (default: every core); same result for any");
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");

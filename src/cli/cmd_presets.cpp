@@ -1,6 +1,6 @@
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "cli/common.hpp"
 #include "topoplan/presets.hpp"
@@ -43,12 +43,13 @@ int run_presets(const OutputOptions& out) {
     text += "models (--model NAME, or a Hugging Face config.json):\n";
     for (const auto& n : preset_names("models")) {
       Model m(load_model(n, "preset"), n);
-      text += fmt::format("  {:<14} {:>6.1f}B parameters, {} layers, hidden {}, {} heads ({} kv)", n,
-                          static_cast<double>(m.counts.total_params) / 1e9, m.spec.layers,
+      text += fmt::format("  {:<14} {:>6.1f}B parameters, {} layers, hidden {}, {} heads ({} kv)",
+                          n, static_cast<double>(m.counts.total_params) / 1e9, m.spec.layers,
                           m.spec.hidden, m.spec.heads, m.spec.kv_heads);
       if (m.spec.moe())
-        text += fmt::format(", MoE {} experts top-{}{}", m.spec.experts, m.spec.top_k,
-                            m.spec.shared_experts ? fmt::format(" + {} shared", m.spec.shared_experts) : "");
+        text += fmt::format(
+            ", MoE {} experts top-{}{}", m.spec.experts, m.spec.top_k,
+            m.spec.shared_experts ? fmt::format(" + {} shared", m.spec.shared_experts) : "");
       if (m.spec.mla()) text += ", MLA";
       text += "\n";
     }

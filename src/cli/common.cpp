@@ -1,12 +1,12 @@
 #include "cli/common.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "topoplan/error.hpp"
 #include "topoplan/presets.hpp"
@@ -35,8 +35,9 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--memory-headroom", o.memory_headroom,
                  "fraction of GPU memory a plan must leave free (0-0.9)")
       ->capture_default_str();
-  cmd.add_option("--calibration", o.calibration,
-                 "JSON file overriding calibration constants (keys: topoplan calibrate --constants)");
+  cmd.add_option(
+      "--calibration", o.calibration,
+      "JSON file overriding calibration constants (keys: topoplan calibrate --constants)");
 }
 
 void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
@@ -81,10 +82,12 @@ void add_plan_under_test_options(CLI::App& cmd, InputOptions& in, PlanOptions& p
 void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
   cmd.add_flag("--inference", o.enabled, "plan serving (prefill + decode) instead of training");
   cmd.add_option("--prompt-len", o.prompt_len, "(inference) prompt tokens")->capture_default_str();
-  cmd.add_option("--output-len", o.output_len, "(inference) generated tokens")->capture_default_str();
+  cmd.add_option("--output-len", o.output_len, "(inference) generated tokens")
+      ->capture_default_str();
   cmd.add_option("--batch", o.batch, "(inference) concurrent sequences per replica")
       ->capture_default_str();
-  cmd.add_option("--kv-dtype", o.kv_dtype, "(inference) KV cache format: bf16, fp16, fp8 (default: --dtype)");
+  cmd.add_option("--kv-dtype", o.kv_dtype,
+                 "(inference) KV cache format: bf16, fp16, fp8 (default: --dtype)");
   if (search) {
     cmd.add_option("--objective", o.objective, "(inference) latency or throughput")
         ->capture_default_str();
@@ -97,8 +100,8 @@ void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
 
 InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
   InferenceJob j;
-  for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len}, std::pair{"--output-len", o.output_len},
-                         std::pair{"--batch", o.batch}})
+  for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len},
+                         std::pair{"--output-len", o.output_len}, std::pair{"--batch", o.batch}})
     if (v < 1) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
   j.prompt_len = o.prompt_len;
   j.output_len = o.output_len;
@@ -114,14 +117,13 @@ void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::
   o.format = formats.front();
   std::string names;
   for (const auto& f : formats) names += (names.empty() ? "" : ", ") + f;
-  cmd.add_option("--format", o.format, names)
-      ->capture_default_str()
-      ->check(CLI::IsMember(formats));
+  cmd.add_option("--format", o.format, names)->capture_default_str()->check(CLI::IsMember(formats));
   cmd.add_option("-o,--output", o.path, "write to this file (atomically) instead of stdout");
 }
 
 Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
-  const std::string cluster_arg = !o.given("--cluster") && from && from->cluster ? *from->cluster : o.cluster;
+  const std::string cluster_arg =
+      !o.given("--cluster") && from && from->cluster ? *from->cluster : o.cluster;
   const std::string model_arg = !o.given("--model") && from && from->model ? *from->model : o.model;
   // A plan made from a cluster or model file carries it: read that, unless a flag overrides.
   const bool cluster_from_plan = !o.given("--cluster") && from && from->cluster_spec;
@@ -130,18 +132,19 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
                        : load_cluster(cluster_arg, "--cluster");
   if (o.nodes < 0)
     throw_input("--nodes", "", fmt::format("expected a positive integer, got {}", o.nodes));
-  if (o.nodes > 0) cs.nodes = o.nodes;
-  else if (from && from->nodes) cs.nodes = *from->nodes;
+  if (o.nodes > 0)
+    cs.nodes = o.nodes;
+  else if (from && from->nodes)
+    cs.nodes = *from->nodes;
   ModelSpec ms = !o.given("--model") && from && from->model_spec
                      ? parse_model_json(*from->model_spec, from->model_spec_source)
                      : load_model(model_arg, "--model");
   JobSpec job;
   job.seq_len = !o.given("--seq-len") && from && from->seq_len ? *from->seq_len : o.seq_len;
-  job.global_batch = !o.given("--global-batch") && from && from->global_batch
-                         ? *from->global_batch
-                         : o.global_batch;
-  job.dtype = !o.given("--dtype") && from && from->dtype ? *from->dtype
-                                                          : parse_dtype(o.dtype, "--dtype");
+  job.global_batch = !o.given("--global-batch") && from && from->global_batch ? *from->global_batch
+                                                                              : o.global_batch;
+  job.dtype =
+      !o.given("--dtype") && from && from->dtype ? *from->dtype : parse_dtype(o.dtype, "--dtype");
   if (job.dtype == Dtype::fp8 && o.inference) job.dtype = Dtype::bf16;  // the training half unused
   job.flash_attention = from && from->flash_attention && !o.given("--no-flash-attention")
                             ? *from->flash_attention
@@ -149,12 +152,14 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.tp_comm_overlap = from && from->tp_comm_overlap && !o.given("--tp-overlap")
                             ? *from->tp_comm_overlap
                             : o.tp_overlap;
-  job.overlap_grad_reduce = from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
-                                ? *from->overlap_grad_reduce
-                                : !o.no_overlap_grad_reduce;
+  job.overlap_grad_reduce =
+      from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
+          ? *from->overlap_grad_reduce
+          : !o.no_overlap_grad_reduce;
   job.overlap_p2p = from && from->overlap_p2p && !o.given("--no-overlap-p2p") ? *from->overlap_p2p
                                                                               : !o.no_overlap_p2p;
-  if (o.gpus < 0) throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
+  if (o.gpus < 0)
+    throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
   job.gpus = o.gpus;
   if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))
     throw_input("--memory-headroom", "",

@@ -1,12 +1,11 @@
 #pragma once
 /// Flags shared by the subcommands and the steps they share: load inputs, resolve the plan under
 /// test, write output. No modelling here.
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "topoplan/calibration.hpp"
 #include "topoplan/cost_model.hpp"

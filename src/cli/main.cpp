@@ -1,10 +1,10 @@
 /// topoplan: the command line. Parses flags, runs one subcommand, maps errors to exit codes:
 /// 0 success, 1 the command's own "no" (no plan fits), 2 bad input, 3 internal error.
-#include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
@@ -18,12 +18,21 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"plan", "search parallel configurations and mappings; print the best", topoplan::cli::register_plan},
-    {"evaluate", "score one plan and explain where its time goes", topoplan::cli::register_evaluate},
-    {"check", "fail (exit 1) a configuration whose mapping is pathological", topoplan::cli::register_check},
-    {"export", "write the rank placement for launchers: JSON, Megatron-LM, DeviceMesh, torchrun, Slurm, DeepSpeed, Open MPI", topoplan::cli::register_export},
+    {"plan", "search parallel configurations and mappings; print the best",
+     topoplan::cli::register_plan},
+    {"evaluate", "score one plan and explain where its time goes",
+     topoplan::cli::register_evaluate},
+    {"check", "fail (exit 1) a configuration whose mapping is pathological",
+     topoplan::cli::register_check},
+    {"export",
+     "write the rank placement for launchers: JSON, Megatron-LM, DeviceMesh, torchrun, Slurm, "
+     "DeepSpeed, Open MPI",
+     topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
-    {"calibrate", "compare predictions with published runs (the accuracy table); --constants lists the calibration", topoplan::cli::register_calibrate},
+    {"calibrate",
+     "compare predictions with published runs (the accuracy table); --constants lists the "
+     "calibration",
+     topoplan::cli::register_calibrate},
 };
 
 }  // namespace

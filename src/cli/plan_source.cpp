@@ -12,9 +12,9 @@ namespace topoplan::cli {
 namespace {
 
 bool any_plan_flag(const PlanOptions& po) {
-  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp || !po.order.empty() ||
-         po.choice.zero >= 0 || !po.choice.recompute.empty() || po.choice.sp_on ||
-         po.choice.sp_off;
+  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
+         !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
+         po.choice.sp_on || po.choice.sp_off;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -53,8 +53,7 @@ Plan plan_from_flags(const PlanOptions& po) {
 
 Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
   const int sources = !po.plan_file.empty() + !po.ranks_file.empty() + !po.megatron_args.empty();
-  if (sources > 1)
-    throw_input("--plan/--ranks/--megatron-args", "", "give at most one of them");
+  if (sources > 1) throw_input("--plan/--ranks/--megatron-args", "", "give at most one of them");
   std::optional<ImportedPlan> imp;
   std::string source;
   if (!po.plan_file.empty()) {
@@ -68,14 +67,16 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     imp = parse_megatron_args(po.megatron_args, source);
   }
   if (imp && any_plan_flag(po))
-    throw_input(source, "", "the plan comes from here: drop --tp/--pp/--dp/--cp/--ep/"
-                            "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
+    throw_input(source, "",
+                "the plan comes from here: drop --tp/--pp/--dp/--cp/--ep/"
+                "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
 
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
   if (imp) check_against_model(*imp, in.model.spec, imp->plan[Dim::pp], source);
   if (in.job.gpus > in.cluster.gpu_count())
-    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", in.job.gpus,
-                                          in.cluster.gpu_count()));
+    throw_input(
+        "--gpus", "",
+        fmt::format("{} GPUs, but the cluster has {}", in.job.gpus, in.cluster.gpu_count()));
   const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p = imp ? imp->plan : plan_from_flags(po);
   const bool dp_given = imp ? imp->dp_given : po.dp > 0;

@@ -2,12 +2,11 @@
 /// Reading user JSON with errors that name the file, the JSON path and what was expected.
 /// Private to the library: only the loaders include nlohmann/json.
 #include <cstdint>
-#include <vector>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 namespace topoplan::detail {
 

@@ -1,11 +1,11 @@
 #pragma once
 /// Shared by the report writers: stable rounding, and the inputs every result document names.
 /// Private to the library (only report sources include nlohmann/json).
-#include <cmath>
-#include <string>
-
 #include <fmt/format.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "topoplan/job.hpp"
 #include "topoplan/model.hpp"
@@ -23,8 +23,10 @@ inline double sig(double v, int digits = 6) {
 /// The whole cluster and model ("cluster_spec", "model_spec") when they are not presets as
 /// shipped, so that a result read back (--plan, --ranks) finds the inputs it was made from.
 inline void put_specs(nlohmann::ordered_json& j, const Cluster& c, const Model& m) {
-  if (!is_preset(c.spec())) j["cluster_spec"] = nlohmann::ordered_json::parse(cluster_json(c.spec()));
-  if (!is_preset(m.spec)) j["model_spec"] = nlohmann::ordered_json::parse(model_config_json(m.spec));
+  if (!is_preset(c.spec()))
+    j["cluster_spec"] = nlohmann::ordered_json::parse(cluster_json(c.spec()));
+  if (!is_preset(m.spec))
+    j["model_spec"] = nlohmann::ordered_json::parse(model_config_json(m.spec));
 }
 
 /// The job's fields, as plans and rank files record them.

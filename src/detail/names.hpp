@@ -27,7 +27,8 @@ template <class E, std::size_t N>
 template <std::size_t N>
 [[nodiscard]] std::string names_list(const std::array<const char*, N>& names) {
   std::string out;
-  for (std::size_t i = 0; i < N; ++i) out += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i];
+  for (std::size_t i = 0; i < N; ++i)
+    out += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i];
   return out;
 }
 

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
+#include "detail/names.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/export.hpp"
-#include "detail/names.hpp"
 
 namespace topoplan {
 
@@ -61,7 +61,8 @@ std::string launchers_for(const RankTable& t) {
   std::string out;
   for (ExportFormat f : {ExportFormat::torchrun, ExportFormat::slurm, ExportFormat::openmpi,
                          ExportFormat::deepspeed})
-    if (can_launch(f, t)) out += fmt::format("{}--format {}", out.empty() ? "" : " or ", to_string(f));
+    if (can_launch(f, t))
+      out += fmt::format("{}--format {}", out.empty() ? "" : " or ", to_string(f));
   return out;
 }
 

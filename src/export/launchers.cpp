@@ -29,10 +29,11 @@ std::string export_torchrun(const ExportContext& x) {
   const RankTable& t = x.table;
   const int nnodes = static_cast<int>(t.node_rank_host.size());
   std::string out = "#!/usr/bin/env bash\n";
-  out += fmt::format("# torchrun, one command per node (static rendezvous: node ranks are fixed).\n"
-                     "# On every host: bash torchrun.sh [HOST [SCRIPT ARGS...]] (HOST defaults to "
-                     "$(hostname)). {} x {} = {} ranks.\n",
-                     nnodes, t.gpus_per_node, x.mapping.world());
+  out += fmt::format(
+      "# torchrun, one command per node (static rendezvous: node ranks are fixed).\n"
+      "# On every host: bash torchrun.sh [HOST [SCRIPT ARGS...]] (HOST defaults to "
+      "$(hostname)). {} x {} = {} ranks.\n",
+      nnodes, t.gpus_per_node, x.mapping.world());
   out += "set -euo pipefail\n";
   out += "host=${1:-$(hostname)}\n";
   out += "case \"$host\" in\n";

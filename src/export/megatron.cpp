@@ -1,6 +1,7 @@
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "topoplan/export.hpp"
@@ -23,20 +24,23 @@ std::string launch_note(const RankTable& t) {
   if (alt.empty())
     return "# ranks are placed where no launcher format here can put them as is: start one "
            "process per rank on the node and GPU ranks.json names\n";
-  return fmt::format("# ranks are placed on other GPUs than rank order: launch with topoplan "
-                     "export {} so that rank r runs where ranks.json says\n",
-                     alt);
+  return fmt::format(
+      "# ranks are placed on other GPUs than rank order: launch with topoplan "
+      "export {} so that rank r runs where ranks.json says\n",
+      alt);
 }
 
 /// The model's shape as Megatron-LM (megatron-core) arguments, so that the run trains the model
 /// that was planned. The vocabulary comes from the tokenizer and is only named in a comment.
 std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
-  std::string a = fmt::format("--num-layers {} --hidden-size {} --ffn-hidden-size {} "
-                              "--num-attention-heads {}",
-                              m.layers, m.hidden, m.ffn, m.heads);
+  std::string a = fmt::format(
+      "--num-layers {} --hidden-size {} --ffn-hidden-size {} "
+      "--num-attention-heads {}",
+      m.layers, m.hidden, m.ffn, m.heads);
   if (!m.mla() && m.kv_heads != m.heads)
     a += fmt::format(" --group-query-attention --num-query-groups {}", m.kv_heads);
-  if (!m.mla() && m.head_dim * m.heads != m.hidden) a += fmt::format(" --kv-channels {}", m.head_dim);
+  if (!m.mla() && m.head_dim * m.heads != m.hidden)
+    a += fmt::format(" --kv-channels {}", m.head_dim);
   a += fmt::format(" --max-position-embeddings {}", std::max(seq_len, m.positions));
   a += m.positions > 0 ? " --position-embedding-type learned_absolute"
                        : " --position-embedding-type rope";
@@ -48,15 +52,17 @@ std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
     a += fmt::format(" --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}", m.experts,
                      m.top_k, m.expert_ffn);
     if (m.shared_experts > 0)
-      a += fmt::format(" --moe-shared-expert-intermediate-size {}", m.shared_experts * m.shared_ffn());
+      a += fmt::format(" --moe-shared-expert-intermediate-size {}",
+                       m.shared_experts * m.shared_ffn());
     if (m.first_dense_layers > 0)
       a += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.first_dense_layers,
                        m.layers - m.first_dense_layers);
   }
   if (m.mla()) {
-    a += fmt::format(" --multi-latent-attention --kv-lora-rank {} --qk-head-dim {} "
-                     "--qk-pos-emb-head-dim {} --v-head-dim {}",
-                     m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim);
+    a += fmt::format(
+        " --multi-latent-attention --kv-lora-rank {} --qk-head-dim {} "
+        "--qk-pos-emb-head-dim {} --v-head-dim {}",
+        m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim);
     if (m.q_lora_rank > 0) a += fmt::format(" --q-lora-rank {}", m.q_lora_rank);
   }
   return a;
@@ -82,8 +88,9 @@ std::string export_megatron_args(const ExportContext& x) {
   if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
   const StageLayers split = stage_layers(x.run.model.spec.layers, p[Dim::pp]);
   if (!split.even())
-    args += fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-                        split.first, split.last);
+    args +=
+        fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                    split.first, split.last);
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
@@ -97,16 +104,19 @@ std::string export_megatron_args(const ExportContext& x) {
   out += fmt::format("# model {}: vocabulary {} (Megatron-LM takes it from the tokenizer)\n",
                      x.run.model.spec.name, x.run.model.spec.vocab);
   if (!split.even())
-    out += fmt::format("# pipeline: {} layers as {} on the first stage, {} on each middle stage, {} on "
-                       "the last\n",
-                       x.run.model.spec.layers, split.first, split.middle, split.last);
+    out += fmt::format(
+        "# pipeline: {} layers as {} on the first stage, {} on each middle stage, {} on "
+        "the last\n",
+        x.run.model.spec.layers, split.first, split.middle, split.last);
   if (x.run.job.overlap_p2p && p.vpp == 1 && p[Dim::pp] > 1)
-    out += "# Megatron-LM overlaps pipeline sends only with interleaving (vpp > 1); this plan was "
-           "costed with them overlapped (plan with --no-overlap-p2p to cost them waiting)\n";
+    out +=
+        "# Megatron-LM overlaps pipeline sends only with interleaving (vpp > 1); this plan was "
+        "costed with them overlapped (plan with --no-overlap-p2p to cost them waiting)\n";
   if (p.zero >= 2)
-    out += fmt::format("# ZeRO-{} has no Megatron-LM flag; --use-distributed-optimizer shards "
-                       "only the optimizer state (ZeRO-1)\n",
-                       p.zero);
+    out += fmt::format(
+        "# ZeRO-{} has no Megatron-LM flag; --use-distributed-optimizer shards "
+        "only the optimizer state (ZeRO-1)\n",
+        p.zero);
   if (!expressible) {
     out += fmt::format(
         "# order {} is not expressible with Megatron-LM's flags (its default tp-cp-ep-dp-pp or "
@@ -117,7 +127,8 @@ std::string export_megatron_args(const ExportContext& x) {
       const auto groups = x.mapping.groups(d);
       out += fmt::format("#   {} groups ({}):", to_string(d), groups.size());
       const std::size_t shown = std::min<std::size_t>(groups.size(), 16);
-      for (std::size_t i = 0; i < shown; ++i) out += fmt::format(" [{}]", fmt::join(groups[i], ","));
+      for (std::size_t i = 0; i < shown; ++i)
+        out += fmt::format(" [{}]", fmt::join(groups[i], ","));
       if (shown < groups.size()) out += " ...";
       out += "\n";
     }
@@ -141,14 +152,16 @@ std::string export_devicemesh(const ExportContext& x) {
     shape += fmt::format("{}{}", sep, p[dims[i]]);
     names += fmt::format("{}\"{}\"", sep, to_string(dims[i]));
   }
-  std::string out = fmt::format("# PyTorch DeviceMesh for {} (order {}, reversed: the last dim "
-                                "is innermost)\n",
-                                short_order_string(p), order_string(p.order));
+  std::string out = fmt::format(
+      "# PyTorch DeviceMesh for {} (order {}, reversed: the last dim "
+      "is innermost)\n",
+      short_order_string(p), order_string(p.order));
   if (!x.mapping.identity()) out += launch_note(x.table);
   if (p[Dim::ep] > 1)
-    out += fmt::format("# expert parallelism ({}) re-divides the mesh for MoE layers: see "
-                       "ranks.json groups.ep\n",
-                       p[Dim::ep]);
+    out += fmt::format(
+        "# expert parallelism ({}) re-divides the mesh for MoE layers: see "
+        "ranks.json groups.ep\n",
+        p[Dim::ep]);
   const bool single = dims.size() == 1;
   out += "from torch.distributed.device_mesh import init_device_mesh\n\n";
   out += fmt::format("mesh = init_device_mesh(\"cuda\", ({}{}), mesh_dim_names=({}{}))\n", shape,

@@ -1,8 +1,9 @@
 #include "topoplan/import/megatron_args.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <functional>
-#include <fmt/format.h>
 #include <sstream>
 #include <vector>
 
@@ -36,6 +37,23 @@ std::vector<std::string> tokenize(const std::string& args) {
   return tok;
 }
 
+/// Megatron-LM's model-shape arguments and the field each must equal.
+constexpr std::pair<const char*, std::int64_t ModelSpec::*> kShapeFlags[] = {
+    {"--num-layers", &ModelSpec::layers},
+    {"--hidden-size", &ModelSpec::hidden},
+    {"--ffn-hidden-size", &ModelSpec::ffn},
+    {"--num-attention-heads", &ModelSpec::heads},
+    {"--num-query-groups", &ModelSpec::kv_heads},
+    {"--num-experts", &ModelSpec::experts},
+    {"--moe-router-topk", &ModelSpec::top_k},
+    {"--moe-ffn-hidden-size", &ModelSpec::expert_ffn}};
+
+bool is_shape_flag(const std::string& f) {
+  for (const auto& [flag, field] : kShapeFlags)
+    if (f == flag) return true;
+  return false;
+}
+
 /// The model's shape and the uneven pipeline split; false for another flag.
 bool read_model_flag(const std::string& f, const std::function<const std::string&()>& value,
                      const std::string& source, ImportedPlan& out) {
@@ -43,9 +61,7 @@ bool read_model_flag(const std::string& f, const std::function<const std::string
     out.first_stage_layers = positive(f, value(), source);
   } else if (f == "--decoder-last-pipeline-num-layers") {
     out.last_stage_layers = positive(f, value(), source);
-  } else if (f == "--num-layers" || f == "--hidden-size" || f == "--ffn-hidden-size" ||
-             f == "--num-attention-heads" || f == "--num-query-groups" || f == "--num-experts" ||
-             f == "--moe-router-topk" || f == "--moe-ffn-hidden-size") {
+  } else if (is_shape_flag(f)) {
     out.model_shape.emplace_back(f, positive(f, value(), source));
   } else {
     return false;
@@ -71,7 +87,9 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   };
   for (std::size_t i = 0; i < tok.size(); ++i) {
     const std::string& f = tok[i];
-    if (read_model_flag(f, [&]() -> const std::string& { return value(i); }, source, out)) continue;
+    if (read_model_flag(
+            f, [&]() -> const std::string& { return value(i); }, source, out))
+      continue;
     if (f == "--tensor-model-parallel-size") {
       out.plan[Dim::tp] = positive(f, value(i), source);
       saw_tp = true;
@@ -115,7 +133,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     }
   }
   if (!saw_tp && tok.empty())
-    throw_input(source, "", "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
+    throw_input(source, "",
+                "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
   return out;
 }
 
@@ -123,14 +142,8 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
                          const std::string& source) {
   for (const auto& [flag, v] : imp.model_shape) {
     std::int64_t has = 0;
-    if (flag == "--num-layers") has = m.layers;
-    else if (flag == "--hidden-size") has = m.hidden;
-    else if (flag == "--ffn-hidden-size") has = m.ffn;
-    else if (flag == "--num-attention-heads") has = m.heads;
-    else if (flag == "--num-query-groups") has = m.kv_heads;
-    else if (flag == "--num-experts") has = m.experts;
-    else if (flag == "--moe-router-topk") has = m.top_k;
-    else if (flag == "--moe-ffn-hidden-size") has = m.expert_ffn;
+    for (const auto& [name, field] : kShapeFlags)
+      if (flag == name) has = m.*field;
     if (has != v)
       throw_input(source, flag,
                   fmt::format("{}, but the model planned ({}) has {}: pass --model for the model "
@@ -141,10 +154,11 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
   const StageLayers split = stage_layers(m.layers, pp);
   if (imp.first_stage_layers.value_or(split.first) != split.first ||
       imp.last_stage_layers.value_or(split.last) != split.last)
-    throw_input(source, "--decoder-first-pipeline-num-layers",
-                fmt::format("topoplan models {} layers over pp {} as {} first, {} per middle stage, "
-                            "{} last; another uneven split is not modelled yet",
-                            m.layers, pp, split.first, split.middle, split.last));
+    throw_input(
+        source, "--decoder-first-pipeline-num-layers",
+        fmt::format("topoplan models {} layers over pp {} as {} first, {} per middle stage, "
+                    "{} last; another uneven split is not modelled yet",
+                    m.layers, pp, split.first, split.middle, split.last));
 }
 
 }  // namespace topoplan

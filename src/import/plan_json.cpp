@@ -1,6 +1,7 @@
 #include "topoplan/import/plan_json.hpp"
 
 #include <fmt/format.h>
+
 #include <set>
 
 #include "detail/json_input.hpp"
@@ -14,11 +15,13 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
     out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
   out.plan.micro_batch = static_cast<int>(c.int_at_least_or("micro_batch", 1, 1));
   out.plan.vpp = static_cast<int>(c.int_at_least_or("vpp", 1, 1));
-  if (c.has("order")) out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
+  if (c.has("order"))
+    out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
   out.plan.zero = static_cast<int>(c.int_at_least_or("zero", 0, 1));
   if (out.plan.zero > 3) c.fail("zero", "0, 1, 2 or 3");
   if (c.has("recompute"))
-    out.plan.recompute = parse_recompute(c.string("recompute"), c.source() + ": " + c.path_of("recompute"));
+    out.plan.recompute =
+        parse_recompute(c.string("recompute"), c.source() + ": " + c.path_of("recompute"));
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
 }
 
@@ -37,10 +40,12 @@ void read_specs(const detail::JsonCursor& c, ImportedPlan& out) {
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("seq_len")) out.seq_len = c.positive_int("seq_len");
   if (c.has("global_batch")) out.global_batch = c.positive_int("global_batch");
-  if (c.has("dtype")) out.dtype = parse_dtype(c.string("dtype"), c.source() + ": " + c.path_of("dtype"));
+  if (c.has("dtype"))
+    out.dtype = parse_dtype(c.string("dtype"), c.source() + ": " + c.path_of("dtype"));
   if (c.has("flash_attention")) out.flash_attention = c.boolean_or("flash_attention", true);
   if (c.has("tp_comm_overlap")) out.tp_comm_overlap = c.boolean_or("tp_comm_overlap", false);
-  if (c.has("overlap_grad_reduce")) out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
+  if (c.has("overlap_grad_reduce"))
+    out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
   if (c.has("overlap_p2p")) out.overlap_p2p = c.boolean_or("overlap_p2p", true);
 }
 
@@ -94,7 +99,8 @@ ImportedPlan parse_ranks_json(const std::string& text, const std::string& source
   }
   auto ranks = top.at("ranks");
   if (static_cast<std::int64_t>(ranks.array_size()) != world)
-    ranks.fail_here(fmt::format("expected {} entries (world_size), got {}", world, ranks.array_size()));
+    ranks.fail_here(
+        fmt::format("expected {} entries (world_size), got {}", world, ranks.array_size()));
   out.node_of_rank.assign(static_cast<std::size_t>(world), -1);
   out.gpu_of_rank.assign(static_cast<std::size_t>(world), -1);
   for (std::size_t i = 0; i < ranks.array_size(); ++i) {

@@ -13,8 +13,8 @@ namespace topoplan {
 
 struct ImportedPlan {
   Plan plan;
-  bool dp_given = true;            ///< false: dp = GPUs / (tp x cp x pp), from the cluster
-  std::vector<int> node_of_rank;   ///< rank file only: explicit placement
+  bool dp_given = true;           ///< false: dp = GPUs / (tp x cp x pp), from the cluster
+  std::vector<int> node_of_rank;  ///< rank file only: explicit placement
   std::vector<int> gpu_of_rank;
   std::optional<std::string> cluster, model;  ///< as named when the plan was made
   /// The whole cluster / model as JSON text, when the plan carries them (not presets), and where
