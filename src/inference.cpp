@@ -224,8 +224,7 @@ InferenceSearchResult search_inference(const Cluster& c, const Model& m, const I
   for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
     const int v = opt.fixed[d];
     if (v < 0 || (v > 0 && n % v != 0))
-      throw_input(fmt::format("--{}", to_string(d)), "",
-                  fmt::format("{} does not divide the cluster's {} GPUs", v, n));
+      throw_input(to_string(d), "", fmt::format("{} does not divide the cluster's {} GPUs", v, n));
   }
   auto before = [&](const InferenceCandidate& a, const InferenceCandidate& b) {
     return inference_ranks_before(a, b, opt.objective);

@@ -29,12 +29,11 @@ Dtype parse_dtype(const std::string& s, const std::string& what) {
 
 void validate(const JobSpec& j) {
   if (j.dtype == Dtype::fp8)
-    throw_input("--dtype", "",
-                "fp8 is for --inference (weights and KV cache); train in bf16 or fp16");
+    throw_input("dtype", "", "fp8 is for inference (weights and KV cache); train in bf16 or fp16");
   if (j.seq_len < 1)
-    throw_input("--seq-len", "", fmt::format("expected a positive integer, got {}", j.seq_len));
+    throw_input("seq_len", "", fmt::format("expected a positive integer, got {}", j.seq_len));
   if (j.global_batch < 1)
-    throw_input("--global-batch", "",
+    throw_input("global_batch", "",
                 fmt::format("expected a positive integer, got {}", j.global_batch));
 }
 

@@ -270,17 +270,16 @@ namespace {
 /// InputError for options that can never give a plan.
 void check_options(const Model& m, const SearchOptions& opt, int n, int cluster_gpus) {
   if (n > cluster_gpus)
-    throw_input("--gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, cluster_gpus));
+    throw_input("gpus", "", fmt::format("{} GPUs, but the cluster has {}", n, cluster_gpus));
   for (Dim d : {Dim::tp, Dim::cp, Dim::pp, Dim::dp, Dim::ep}) {
     const int v = opt.fixed[d];
     if (v < 0 || (v > 0 && n % v != 0))
-      throw_input(fmt::format("--{}", to_string(d)), "",
-                  fmt::format("{} does not divide the {} GPUs", v, n));
+      throw_input(to_string(d), "", fmt::format("{} does not divide the {} GPUs", v, n));
   }
   if (opt.zero < -1 || opt.zero > 3)
-    throw_input("--zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
+    throw_input("zero", "", fmt::format("expected 0, 1, 2 or 3, got {}", opt.zero));
   if (opt.fixed[Dim::ep] > 1 && !m.spec.moe())
-    throw_input("--ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
+    throw_input("ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
 }
 
 /// Every set of degrees (tp, cp, pp, dp, ep) within the bounds that passes the per-dimension
@@ -418,7 +417,7 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);
   if (opt.micro_batch && r.evaluated == 0 && r.rejected.empty())
-    throw_input("--micro-batch", "",
+    throw_input("micro_batch", "",
                 fmt::format("{} divides no data-parallel share of the global batch {}",
                             opt.micro_batch, j.global_batch));
   return r;

@@ -69,7 +69,7 @@ TEST_CASE("fixed degrees that cannot divide the cluster are input errors") {
   JobSpec j;
   SearchOptions o;
   o.fixed[Dim::tp] = 3;
-  CHECK_THROWS_WITH(search(c, m, j, Calibration{}, o), "--tp: 3 does not divide the 32 GPUs");
+  CHECK_THROWS_WITH(search(c, m, j, Calibration{}, o), "tp: 3 does not divide the 32 GPUs");
 }
 
 TEST_CASE("when nothing fits, the closest plan is kept to explain why") {

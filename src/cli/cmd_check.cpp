@@ -38,7 +38,7 @@ int run_check_cmd(const CheckArgs& a) {
     res = run_inference_check(ctx, r.plan, r.mapping, a.rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
   } else {
-    RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+    const RunContext ctx = r.in.run();
     res = run_check(ctx, r.plan, r.mapping, a.rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
   }

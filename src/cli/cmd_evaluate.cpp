@@ -35,7 +35,7 @@ int run_evaluate(const EvaluateArgs& a) {
   PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none) throw_plan_error(err, r);
   Evaluation e = evaluate(r.in.cluster, r.in.model, r.in.job, r.plan, r.mapping, r.in.cal);
-  RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+  const RunContext ctx = r.in.run();
   write_output(a.out.path, a.out.format == "json" ? evaluation_json(ctx, r.plan, e)
                                                   : evaluation_text(ctx, r.plan, e));
   return 0;

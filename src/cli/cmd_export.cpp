@@ -27,7 +27,7 @@ int run_export(const ExportArgs& a) {
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) hosts = load_hosts_file(a.hosts_file, r.in.cluster.spec().nodes);
   RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));
-  RunContext ctx{r.in.cluster, r.in.model, r.in.job, r.in.cal};
+  const RunContext ctx = r.in.run();
   ExportOptions opt = a.opt;
   opt.cluster_arg = r.in.cluster_arg;
   opt.model_arg = r.in.model_arg;

@@ -40,7 +40,8 @@ int run_inference_plan(const PlanArgs& a) {
   opt.max_token_latency = a.inf.max_token_latency_ms / 1e3;
   opt.max_ttft = a.inf.max_ttft_ms / 1e3;
   opt.top_k = a.top;
-  InferenceSearchResult r = search_inference(in.cluster, in.model, job, in.cal, opt);
+  InferenceSearchResult r =
+      with_flag_names([&] { return search_inference(in.cluster, in.model, job, in.cal, opt); });
   InferenceContext ctx{in.cluster, in.model, job, in.cal};
   write_output(a.out.path, a.out.format == "json" ? inference_search_json(ctx, r, opt.objective)
                                                   : inference_search_text(ctx, r, opt.objective));
@@ -80,9 +81,10 @@ int run_plan(const PlanArgs& a) {
   if (!a.choice.recompute.empty())
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
   if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
-  SearchResult r = search(in.cluster, in.model, in.job, in.cal, opt);
+  SearchResult r =
+      with_flag_names([&] { return search(in.cluster, in.model, in.job, in.cal, opt); });
   bar.finish();
-  RunContext ctx{in.cluster, in.model, in.job, in.cal};
+  const RunContext ctx = in.run();
   write_output(a.out.path,
                a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
   return r.top.empty() ? 1 : 0;

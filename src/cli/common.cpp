@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -165,7 +166,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
     throw_input("--memory-headroom", "",
                 fmt::format("expected a fraction from 0 to 0.9, got {}", o.memory_headroom));
   job.memory_headroom = o.memory_headroom;
-  validate(job);
+  with_flag_names([&] { validate(job); });
   Calibration cal;
   if (!o.calibration.empty()) apply_calibration_file(o.calibration, cal);
   Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, cal, cluster_arg, model_arg};
@@ -175,15 +176,22 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   return in;
 }
 
-void throw_plan_error(PlanError e, const Resolved& r) {
-  const std::string msg = describe(e, r.in.cluster, r.in.model, r.in.job, r.plan);
+std::string fields_as_flags(const std::string& msg) {
   const auto colon = msg.find(": ");
+  if (colon == std::string::npos) return msg;
   std::string flags;
   for (char ch : msg.substr(0, colon)) {
+    if (!(std::islower(static_cast<unsigned char>(ch)) ||
+          std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' || ch == '/'))
+      return msg;  // not a field list (a file name, a flag already)
     if (flags.empty() || flags.back() == '/') flags += "--";
     flags += ch == '_' ? '-' : ch;
   }
-  throw InputError(flags + msg.substr(colon));
+  return flags + msg.substr(colon);
+}
+
+void throw_plan_error(PlanError e, const Resolved& r) {
+  throw InputError(fields_as_flags(describe(e, r.in.cluster, r.in.model, r.in.job, r.plan)));
 }
 
 void write_output(const std::string& path, const std::string& text) {

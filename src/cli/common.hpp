@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "topoplan/calibration.hpp"
+#include "topoplan/context.hpp"
 #include "topoplan/cost_model.hpp"
+#include "topoplan/error.hpp"
 #include "topoplan/import/plan_source.hpp"
 #include "topoplan/inference.hpp"
 
@@ -77,6 +79,8 @@ struct Inputs {
   Calibration cal;
   std::string cluster_arg;  ///< as named by the user (preset or path)
   std::string model_arg;
+  /// The training inputs as the library takes them.
+  [[nodiscard]] RunContext run() const { return {cluster, model, job, cal}; }
 };
 
 /// A plan under test with its placement.
@@ -105,6 +109,18 @@ void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::
 /// Loads inputs (defaults from the plan's source where flags leave them open) and builds the
 /// plan and its mapping. InputError for conflicting or invalid sources.
 [[nodiscard]] Resolved resolve_plan(const InputOptions& io, const PlanOptions& po);
+/// "tp/pp/dp: ..." -> "--tp/--pp/--dp: ..." (underscores as dashes).
+[[nodiscard]] std::string fields_as_flags(const std::string& message);
+/// Runs a library call whose input errors name option fields ("tp: ...", "micro_batch: ...")
+/// and shows those fields as the flags that set them ("--tp: ...", "--micro-batch: ...").
+template <class F>
+auto with_flag_names(F&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const InputError& e) {
+    throw InputError(fields_as_flags(e.what()));
+  }
+}
 /// InputError for a plan that cannot run: the core's explanation with its fields shown as the
 /// flags that set them ("tp/pp/dp: ..." -> "--tp/--pp/--dp: ...").
 [[noreturn]] void throw_plan_error(PlanError e, const Resolved& r);
