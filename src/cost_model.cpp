@@ -57,7 +57,7 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   const double t = p[Dim::tp];
   const double ep = p[Dim::ep];
   const int pp = p[Dim::pp];
-  const StageLayers split = stage_layers(m.spec.layers, pp);
+  const StageLayers split = plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, pp));
   const auto& k = m.counts;
   const double expert_layer = static_cast<double>(k.layer_expert_params) / (t * ep);
   const double dense_layer = static_cast<double>(k.layer_params - k.layer_expert_params) / t;
@@ -185,19 +185,22 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double params_gpu = params.max();
   const double dense_rep = static_cast<double>(p[Dim::dp]) * p[Dim::cp];
   const double expert_rep = dense_rep / p[Dim::ep];
-  const StageLayers split = stage_layers(m.spec.layers, pp);
-  // 1F1B keeps min(pp, m) microbatches in flight on the first stage; interleaving multiplies
-  // that by 1 + (pp - 1) / (pp x vpp).
-  double in_flight = pp > 1 ? std::min(pp, microbatches) : 1;
-  if (v > 1) in_flight *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
+  const StageLayers split = plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, pp));
+  // 1F1B keeps min(pp - i, m) microbatches in flight on stage i; interleaving multiplies that by
+  // 1 + (pp - 1) / (pp x vpp) (Korthikanti et al. 2022, section 4.2.3).
+  auto in_flight = [&](int stage) {
+    double n = pp > 1 ? std::min(pp - stage, microbatches) : 1;
+    if (v > 1) n *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
+    return n;
+  };
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
-  double act_first = layer_act * static_cast<double>(split.first) * in_flight;
-  double act_last = layer_act * static_cast<double>(split.last);
-  if (p.recompute == Recompute::full) {  // one layer's full activations while recomputing
-    const double working = layer_activation_bytes(m, j, p, Recompute::selective);
-    act_first += working;
-    act_last += working;
-  }
+  // One layer's full activations while recomputing it.
+  const double working =
+      p.recompute == Recompute::full ? layer_activation_bytes(m, j, p, Recompute::selective) : 0.0;
+  const double act_first = layer_act * static_cast<double>(split.first) * in_flight(0) + working;
+  const double act_last = layer_act * static_cast<double>(split.last) + working;
+  // The second stage: more layers than the first when the split is uneven, one fewer in flight.
+  const double act_second = layer_act * static_cast<double>(split.middle) * in_flight(1) + working;
   auto sharded = [&](double per_param, int min_stage) {
     // Bytes per GPU of a per-parameter state that ZeRO shards from `min_stage` on.
     if (p.zero < min_stage) return per_param;
@@ -216,9 +219,13 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
   const double logits_bytes =
       tokens * static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
-  const MemoryBreakdown first = fill(params.first, act_first, pp == 1 ? logits_bytes : 0.0);
+  MemoryBreakdown worst = fill(params.first, act_first, pp == 1 ? logits_bytes : 0.0);
+  if (pp > 2) {
+    const MemoryBreakdown second = fill(params.middle, act_second, 0.0);
+    if (second.total() > worst.total()) worst = second;
+  }
   const MemoryBreakdown last = fill(params.last, act_last, logits_bytes);
-  return first.total() >= last.total() ? first : last;
+  return last.total() > worst.total() ? last : worst;
 }
 
 PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
@@ -231,7 +238,8 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double bytes = dtype_bytes(j.dtype);
   // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
   // and last stages fewer).
-  core.layers_per_stage = static_cast<double>(stage_layers(m.spec.layers, p[Dim::pp]).max());
+  core.layers_per_stage = static_cast<double>(
+      plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, p[Dim::pp])).max());
   core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
                               static_cast<double>(m.spec.layers);
   core.microbatches =

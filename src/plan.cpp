@@ -19,20 +19,54 @@ const char* to_string(Dim d) { return detail::name_of(kDimNames, d); }
 
 std::int64_t StageLayers::max() const { return std::max({first, middle, last}); }
 
-StageLayers stage_layers(std::int64_t layers, int pp) {
-  if (pp <= 1 || layers % pp == 0) {
-    const std::int64_t n = pp <= 1 ? layers : layers / pp;
-    return {n, n, n};
+std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp) {
+  if (pp < 1 || vpp < 1 || layers < static_cast<std::int64_t>(pp) * vpp) return std::nullopt;
+  if (layers % (static_cast<std::int64_t>(pp) * vpp) == 0) {
+    const std::int64_t n = layers / pp;
+    return StageLayers{n, n, n};
   }
+  if (pp == 1) return std::nullopt;
+  const std::int64_t v = vpp;
+  // First and last share `rest`: the first the smaller multiple of vpp, each at least vpp and
+  // at most the middle stages' count.
+  auto share = [&](std::int64_t rest, std::int64_t middle,
+                   std::int64_t cap) -> std::optional<StageLayers> {
+    if (rest % v != 0) return std::nullopt;
+    const std::int64_t first = rest / 2 / v * v, last = rest - first;
+    if (first < v || last > cap) return std::nullopt;
+    return StageLayers{first, middle, last};
+  };
   const std::int64_t ceil = (layers + pp - 1) / pp;
-  if (pp == 2) return {layers - ceil, 0, ceil};
-  // Middle stages as full as possible; the first and last share what is left, each at least 1.
-  for (std::int64_t middle = ceil; middle >= 1; --middle) {
-    const std::int64_t rest = layers - (pp - 2) * middle;
-    if (rest < 2 || rest > 2 * ceil) continue;
-    return {rest / 2, middle, rest - rest / 2};
+  if (pp == 2) return share(layers, 0, layers);
+  // The fewest middle layers (a multiple of vpp, at least layers / pp) that leave a valid rest;
+  // failing that (without interleaving, few layers per stage), fewer middle layers, the first
+  // and last stages taking more (the largest middle count that works).
+  const std::int64_t least = (ceil + v - 1) / v * v;
+  for (std::int64_t middle = least; (pp - 2) * middle + 2 * v <= layers; middle += v)
+    if (auto s = share(layers - (pp - 2) * middle, middle, middle)) return s;
+  for (std::int64_t middle = least - 1; v == 1 && middle >= 1; --middle)
+    if (auto s = share(layers - (pp - 2) * middle, middle, layers)) return s;
+  return std::nullopt;
+}
+
+StageLayers stage_layers(std::int64_t layers, int pp) {
+  return pipeline_split(layers, pp, 1).value_or(StageLayers{layers, layers, layers});
+}
+
+std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
+  const int pp = p[Dim::pp];
+  if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)
+    return pipeline_split(layers, pp, p.vpp);
+  const std::int64_t f = p.first_stage_layers, l = p.last_stage_layers, v = p.vpp;
+  if (pp < 2 || f < 1 || l < 1 || f % v != 0 || l % v != 0) return std::nullopt;
+  if (pp == 2) {
+    if (f + l != layers) return std::nullopt;
+    return StageLayers{f, 0, l};
   }
-  return {ceil, ceil, ceil};  // unreachable for pp <= layers
+  const std::int64_t rest = layers - f - l;
+  if (rest < (pp - 2) * v || rest % (pp - 2) != 0 || (rest / (pp - 2)) % v != 0)
+    return std::nullopt;
+  return StageLayers{f, rest / (pp - 2), l};
 }
 
 std::string degrees_string(const Plan& p, bool with_dp) {

@@ -36,9 +36,7 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
                       ep_rule(m.spec, ep, static_cast<std::int64_t>(p[Dim::dp]) * cp)})
     if (e != PlanError::none) return e;
   if (ep > 1 && expert_pp_mismatch(p)) return PlanError::ep_order;
-  const std::int64_t stages = static_cast<std::int64_t>(p[Dim::pp]) * p.vpp;
-  if (p.vpp < 1 || stages > m.spec.layers) return PlanError::pp_layers;
-  if (p.vpp > 1 && m.spec.layers % stages != 0) return PlanError::pp_layers;
+  if (p.vpp < 1 || !plan_split(p, m.spec.layers)) return PlanError::pp_layers;
   if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
@@ -56,7 +54,7 @@ const char* short_reason(PlanError e) {
     case PlanError::tp_heads: return "tp does not divide the attention heads";
     case PlanError::tp_kv_heads: return "tp does not divide the key/value heads";
     case PlanError::tp_ffn: return "tp does not divide the MLP size";
-    case PlanError::pp_layers: return "pp x vpp does not fit the layers";
+    case PlanError::pp_layers: return "no pipeline split fits the layers";
     case PlanError::vpp_microbatches: return "interleaving needs microbatches divisible by pp";
     case PlanError::batch: return "dp x micro-batch does not divide the global batch";
     case PlanError::unsupported_dim: return "dimension not modelled on this path";
@@ -95,9 +93,17 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
     case PlanError::tp_ffn:
       return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name, m.spec.ffn);
     case PlanError::pp_layers:
+      if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+        return fmt::format(
+            "pp: {} layers on the first stage and {} on the last leave no equal "
+            "share of {}'s {} layers for the other {} stages{}",
+            p.first_stage_layers, p.last_stage_layers, m.spec.name, m.spec.layers, p[Dim::pp] - 2,
+            p.vpp > 1 ? fmt::format(" in multiples of vpp {}", p.vpp) : "");
       if (p.vpp > 1)
-        return fmt::format("vpp: pp {} x vpp {} does not divide {}'s {} layers", p[Dim::pp], p.vpp,
-                           m.spec.name, m.spec.layers);
+        return fmt::format(
+            "vpp: no split of {}'s {} layers over pp {} gives every stage a "
+            "multiple of vpp {} layers",
+            m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
       return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
                          m.spec.layers);
     case PlanError::vpp_microbatches:

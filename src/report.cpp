@@ -242,6 +242,10 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
   j["vpp"] = p.vpp;
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    j["first_stage_layers"] = p.first_stage_layers;
+    j["last_stage_layers"] = p.last_stage_layers;
+  }
   j["microbatches"] = e.microbatches;
   j["order"] = order_string(p.order);
   j["zero"] = p.zero;

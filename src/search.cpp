@@ -185,7 +185,8 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   } else {
     vpps = {1};
     for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
-      if (m.spec.layers % (v * pp) == 0) vpps.push_back(static_cast<int>(v));
+      if (pipeline_split(m.spec.layers, pp, static_cast<int>(v)))
+        vpps.push_back(static_cast<int>(v));
   }
   if (opt.zero >= 0)
     zeros = {opt.zero};

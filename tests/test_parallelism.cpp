@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "topoplan/cost_dims.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/search.hpp"
 
@@ -124,4 +125,76 @@ TEST_CASE("constraints: bounded degrees, fewer GPUs, memory headroom") {
   j.memory_headroom = 0.3;
   SearchResult roomy = search(c, m, j, Calibration{}, SearchOptions{});
   for (const auto& cand : roomy.top) CHECK(cand.eval.memory.total() <= 0.7 * c.gpu().memory_bytes);
+}
+
+TEST_CASE("pipeline splits: uneven with interleaving, as Megatron-LM's first/last stage flags") {
+  // Issue 9: 126 layers (Llama 3.1 405B) over pp 16. Without interleaving the middle stages hold
+  // 8 and the first and last 7 each; with vpp 2 every stage needs an even count: 6 first, 8 on
+  // each middle stage, 8 last. vpp 4 leaves no such split.
+  const auto one = pipeline_split(126, 16, 1);
+  REQUIRE(one);
+  CHECK((one->first == 7 && one->middle == 8 && one->last == 7));
+  const auto two = pipeline_split(126, 16, 2);
+  REQUIRE(two);
+  CHECK((two->first == 6 && two->middle == 8 && two->last == 8));
+  CHECK_FALSE(pipeline_split(126, 16, 4));
+  const auto even = pipeline_split(80, 4, 5);  // divisible: the even split
+  REQUIRE(even);
+  CHECK((even->even() && even->first == 20));
+  CHECK_FALSE(pipeline_split(8, 16, 1));  // more stages than layers
+  // Every split adds up and is as balanced as first/last counts with equal middle stages can
+  // be (the least largest stage, by brute force), for every layer count and pp up to 64.
+  for (std::int64_t layers = 2; layers <= 64; ++layers)
+    for (int pp = 2; pp <= layers; ++pp) {
+      const auto s = pipeline_split(layers, pp, 1);
+      REQUIRE(s);
+      CHECK(s->first + s->last + (pp - 2) * s->middle == layers);
+      std::int64_t least = layers;
+      for (std::int64_t mid = pp > 2 ? 1 : 0; mid <= (pp > 2 ? layers : 0); ++mid)
+        for (std::int64_t first = 1; first < layers; ++first) {
+          const std::int64_t last = layers - first - (pp - 2) * mid;
+          if (last >= 1) least = std::min(least, std::max({first, mid, last}));
+        }
+      CHECK(s->max() == least);
+    }
+  // An explicit split is checked like Megatron-LM checks it.
+  Plan p = plan(8, 1, 1, 16, 64);
+  p.vpp = 2;
+  p.first_stage_layers = 6;
+  p.last_stage_layers = 8;
+  REQUIRE(plan_split(p, 126));
+  p.first_stage_layers = p.last_stage_layers = 7;  // odd counts cannot make 2 chunks
+  CHECK_FALSE(plan_split(p, 126));
+}
+
+TEST_CASE("a 405B-class plan on 8,192 H100 interleaves with an uneven split and fits") {
+  // Issue 9's case: seq 8192, 2048 sequences (16M tokens) per step, TP 8 x PP 16, CP 1.
+  Cluster c = test::preset_cluster("dgx-h100", 1024);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 2048;
+  SearchOptions o;
+  o.fixed[Dim::tp] = 8;
+  o.fixed[Dim::pp] = 16;
+  o.fixed[Dim::cp] = 1;
+  o.top_k = 1;
+  const SearchResult r = search(c, m, j, Calibration{}, o);
+  REQUIRE(!r.top.empty());
+  const Candidate& best = r.top.front();
+  CHECK(best.plan.vpp > 1);
+  CHECK(best.eval.fits);
+  const auto split = plan_split(best.plan, 126);
+  REQUIRE(split);
+  CHECK_FALSE(split->even());
+  // Memory is the worst stage's: here the second (8 layers, 15 microbatches in flight) outweighs
+  // the first (6 layers, 16). Against 128 layers split evenly (8 on the first stage, 16 in
+  // flight), its activations are 15/16 as large.
+  Plan p = best.plan;
+  p.recompute = Recompute::none;
+  ModelSpec even = m.spec;
+  even.layers = 128;
+  const double uneven_act = stage_memory(m, j, p, Calibration{}, 32).activations;
+  const double even_act = stage_memory(Model(even), j, p, Calibration{}, 32).activations;
+  CHECK(uneven_act == Approx(even_act * 15.0 / 16.0));
 }

@@ -3,6 +3,7 @@
 /// Megatron-style order string that lays ranks out (leftmost dimension varies fastest).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace topoplan {
@@ -45,24 +46,37 @@ struct Plan {
                  ///< 2 + gradients; 3 + weights, sharded over dp
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;  ///< Megatron sequence parallelism (with tp > 1)
+  /// An explicit uneven split: layers on the first and on the last pipeline stage (0: the
+  /// default split, pipeline_split). The middle stages share the rest equally.
+  std::int64_t first_stage_layers = 0;
+  std::int64_t last_stage_layers = 0;
 
   [[nodiscard]] int operator[](Dim d) const { return degree[d]; }
   [[nodiscard]] int& operator[](Dim d) { return degree[d]; }
   [[nodiscard]] std::int64_t world() const;
 };
 
-/// Transformer layers per pipeline stage (per rank, over all its virtual stages). When pp does not
-/// divide the layers, every middle stage holds ceil(layers / pp) and the first and last stages
-/// share the rest, the first taking the smaller part (it also keeps the most microbatches in
-/// flight): the split Megatron-LM expresses with --decoder-first-pipeline-num-layers and
-/// --decoder-last-pipeline-num-layers.
+/// Transformer layers per pipeline stage (per rank, over all its virtual stages): the first, each
+/// middle one, the last. Megatron-LM expresses an uneven split with
+/// --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers; with interleaving
+/// every stage's count must divide into its vpp model chunks.
 struct StageLayers {
   std::int64_t first = 0, middle = 0, last = 0;
   [[nodiscard]] std::int64_t max() const;
   [[nodiscard]] bool even() const { return first == middle && middle == last; }
 };
-/// The split for `layers` over `pp` stages (pp <= layers).
+/// The default split of `layers` over `pp` stages of `vpp` chunks each: the middle stages as
+/// few layers as allows (a multiple of vpp, at least layers / pp), the first and last sharing
+/// the rest, the first taking the smaller part (it keeps the most microbatches in flight); each
+/// a multiple of vpp. pp dividing the layers into multiples of vpp gives the even split.
+/// nullopt when no such split exists (more stages than layers; chunks that cannot be equal).
+[[nodiscard]] std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp = 1);
+/// The default split for vpp 1 (always exists for pp <= layers).
 [[nodiscard]] StageLayers stage_layers(std::int64_t layers, int pp);
+
+/// The plan's split of `layers`: its explicit first/last stage layers, or the default split;
+/// nullopt when that is not a valid split (plan_check reports why).
+[[nodiscard]] std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers);
 
 /// "tp 8 cp 2 pp 4 dp 16": the degrees as reports print them; cp and ep only when above 1, dp
 /// unless `with_dp` is false (inference, where dp counts replicas).

@@ -47,6 +47,7 @@ struct ChoiceOptions {
 /// One plan, for evaluate, check and export: flags, or a file, or Megatron-LM arguments.
 struct PlanOptions {
   int tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0;  ///< 0: not given
+  std::int64_t first_stage_layers = 0, last_stage_layers = 0;            ///< 0: the default split
   std::string order;
   ChoiceOptions choice;
   std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks

@@ -14,7 +14,7 @@ namespace {
 bool any_plan_flag(const PlanOptions& po) {
   return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
          !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
-         po.choice.sp_on || po.choice.sp_off;
+         po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -46,6 +46,10 @@ Plan plan_from_flags(const PlanOptions& po) {
   if (!po.choice.recompute.empty())
     p.recompute = parse_recompute(po.choice.recompute, "--recompute");
   p.sequence_parallel = po.choice.sp_on;
+  if (po.first_stage_layers < 0 || po.last_stage_layers < 0)
+    throw_input("--first-stage-layers/--last-stage-layers", "", "expected a positive integer");
+  p.first_stage_layers = po.first_stage_layers;
+  p.last_stage_layers = po.last_stage_layers;
   return p;
 }
 
@@ -80,6 +84,7 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
   const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p = imp ? imp->plan : plan_from_flags(po);
   const bool dp_given = imp ? imp->dp_given : po.dp > 0;
+  if (imp) apply_stage_layers(*imp, in.model.spec.layers, p);
   if (imp && imp->layers_per_virtual_stage) {
     const std::int64_t per_rank = in.model.spec.layers / p[Dim::pp];
     if (per_rank % *imp->layers_per_virtual_stage != 0)

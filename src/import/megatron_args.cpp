@@ -150,15 +150,22 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
                               "these arguments train",
                               v, m.name, has));
   }
+}
+
+void apply_stage_layers(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
   if (!imp.first_stage_layers && !imp.last_stage_layers) return;
-  const StageLayers split = stage_layers(m.layers, pp);
-  if (imp.first_stage_layers.value_or(split.first) != split.first ||
-      imp.last_stage_layers.value_or(split.last) != split.last)
-    throw_input(
-        source, "--decoder-first-pipeline-num-layers",
-        fmt::format("topoplan models {} layers over pp {} as {} first, {} per middle stage, "
-                    "{} last; another uneven split is not modelled yet",
-                    m.layers, pp, split.first, split.middle, split.last));
+  // Megatron-LM gives the stages without a count an equal share of the rest.
+  const int pp = p[Dim::pp];
+  const std::int64_t given = imp.first_stage_layers.value_or(0) + imp.last_stage_layers.value_or(0);
+  const int others = pp - (imp.first_stage_layers ? 1 : 0) - (imp.last_stage_layers ? 1 : 0);
+  const std::int64_t share =
+      others > 0 && (layers - given) % others == 0 ? (layers - given) / others : 0;
+  p.first_stage_layers = imp.first_stage_layers.value_or(share);
+  p.last_stage_layers = imp.last_stage_layers.value_or(share);
+  // The split topoplan picks by default is recorded as the default, not as an explicit one.
+  const auto dflt = pipeline_split(layers, pp, p.vpp);
+  if (dflt && dflt->first == p.first_stage_layers && dflt->last == p.last_stage_layers)
+    p.first_stage_layers = p.last_stage_layers = 0;
 }
 
 }  // namespace topoplan

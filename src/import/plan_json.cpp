@@ -15,6 +15,8 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
     out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
   out.plan.micro_batch = static_cast<int>(c.int_at_least_or("micro_batch", 1, 1));
   out.plan.vpp = static_cast<int>(c.int_at_least_or("vpp", 1, 1));
+  out.plan.first_stage_layers = c.int_at_least_or("first_stage_layers", 1, 0);
+  out.plan.last_stage_layers = c.int_at_least_or("last_stage_layers", 1, 0);
   if (c.has("order"))
     out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
   out.plan.zero = static_cast<int>(c.int_at_least_or("zero", 0, 1));

@@ -10,9 +10,12 @@ namespace topoplan {
 
 [[nodiscard]] ImportedPlan parse_megatron_args(const std::string& args, const std::string& source);
 
-/// InputError when the model-shape arguments (--num-layers, --hidden-size, ...) or the uneven
-/// pipeline split (--decoder-first/last-pipeline-num-layers) disagree with the model planned.
+/// InputError when the model-shape arguments (--num-layers, --hidden-size, ...) disagree with
+/// the model planned.
 void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
                          const std::string& source);
+/// Sets the plan's uneven split from --decoder-first/last-pipeline-num-layers (a stage without
+/// a count gets an equal share of the rest, as Megatron-LM gives it); check_plan validates it.
+void apply_stage_layers(const ImportedPlan& imp, std::int64_t layers, Plan& p);
 
 }  // namespace topoplan
