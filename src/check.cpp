@@ -25,7 +25,7 @@ std::string where(const Cluster& c, const GroupShape& g) {
 
 std::string plan_words(const Plan& p) {
   return fmt::format("{} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})", degrees_string(p),
-                     p.micro_batch, short_order_string(p), p.zero, to_string(p.recompute),
+                     p.micro_batch, short_order_string(p), p.zero, recompute_string(p),
                      p.sequence_parallel ? "on" : "off");
 }
 

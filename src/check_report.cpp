@@ -59,7 +59,7 @@ std::string check_text(const RunContext& ctx, const CheckResult& r) {
       "plan: {}, micro-batch {}, order {}, ZeRO-{}, recompute {}, "
       "sequence parallelism {}\n",
       degrees_string(r.plan), r.plan.micro_batch, short_order_string(r.plan), r.plan.zero,
-      to_string(r.plan.recompute), r.plan.sequence_parallel ? "on" : "off");
+      recompute_string(r.plan), r.plan.sequence_parallel ? "on" : "off");
   if (r.eval)
     out += fmt::format("predicted step time {:.3f} s, MFU {:.1f}%, {:.1f} GiB per GPU\n",
                        r.eval->step_time, 100 * r.eval->mfu,

@@ -24,14 +24,13 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
   return t;
 }
 
-CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab,
-                 Recompute recompute) {
+CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab) {
   CommTime t;
   if (cp.size <= 1) return t;
   const double step = fab.latency[cp.span_tier] + core.cp_bytes / ring_bandwidth(fab, cp);
   const double fwd = fab.base_latency + (cp.size - 1) * step;
   const double bwd = fab.base_latency + (cp.size - 1) * 2.0 * step;
-  const int fwd_passes = recompute == Recompute::full ? 2 : 1;
+  const double fwd_passes = core.cp_fwd_passes;
   const double attn = core.t_attention_fwd;
   t.exposed = core.layers_per_stage *
               (fwd_passes * std::max(0.0, fwd - attn) + std::max(0.0, bwd - 2.0 * attn));

@@ -39,6 +39,17 @@ constexpr double kLogitsBytesPerEntry = 4.0;
 /// token: three fp32 passes (read, write, read back in the backward).
 constexpr double kLogitsSoftmaxBytesPerEntry = 12.0;
 
+/// Of a stage's `layers`, how many full recomputation recomputes.
+double recomputed_layers(const Plan& p, double layers) {
+  if (p.recompute != Recompute::full) return 0;
+  return p.recompute_layers > 0 ? std::min<double>(p.recompute_layers, layers) : layers;
+}
+
+/// The fraction of a stage's layers whose forward runs twice.
+double recomputed_fraction(const Plan& p, double layers) {
+  return layers > 0 ? recomputed_layers(p, layers) / layers : 0.0;
+}
+
 /// Bytes per parameter of the gradients data parallelism reduces.
 double gradient_bytes(const JobSpec& j, const Calibration& cal) {
   return j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
@@ -169,9 +180,19 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
       static_cast<double>(p.micro_batch) * static_cast<double>(j.seq_len) / p[Dim::cp];
   const LayerWork w = layer_work(m, j, p, cal, gpu);
   StageCompute out;
+  out.attention_fwd = tokens * w.attention_fwd_s;
+  const double again = recomputed_layers(p, layers);
+  if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
+    Plan kept = p;
+    kept.recompute = Recompute::none;
+    const LayerWork k = layer_work(m, j, kept, cal, gpu);
+    out.matmul = tokens * (again * w.matmul_s + (layers - again) * k.matmul_s + w.logits_matmul_s);
+    out.elementwise = tokens * (again * w.elementwise_s + (layers - again) * k.elementwise_s +
+                                w.logits_elementwise_s);
+    return out;
+  }
   out.matmul = tokens * (layers * w.matmul_s + w.logits_matmul_s);
   out.elementwise = tokens * (layers * w.elementwise_s + w.logits_elementwise_s);
-  out.attention_fwd = tokens * w.attention_fwd_s;
   return out;
 }
 
@@ -194,13 +215,21 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
     return n;
   };
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
+  const double kept_act = layer_activation_bytes(m, j, p, Recompute::none);
+  // A stage's activations per microbatch: recomputed layers keep their input only.
+  auto stage_act = [&](std::int64_t layers) {
+    const double n = static_cast<double>(layers), again = recomputed_layers(p, n);
+    if (p.recompute == Recompute::full && again < n)
+      return again * layer_act + (n - again) * kept_act;
+    return layer_act * n;
+  };
   // One layer's full activations while recomputing it.
   const double working =
       p.recompute == Recompute::full ? layer_activation_bytes(m, j, p, Recompute::selective) : 0.0;
-  const double act_first = layer_act * static_cast<double>(split.first) * in_flight(0) + working;
-  const double act_last = layer_act * static_cast<double>(split.last) + working;
+  const double act_first = stage_act(split.first) * in_flight(0) + working;
+  const double act_last = stage_act(split.last) + working;
   // The second stage: more layers than the first when the split is uneven, one fewer in flight.
-  const double act_second = layer_act * static_cast<double>(split.middle) * in_flight(1) + working;
+  const double act_second = stage_act(split.middle) * in_flight(1) + working;
   auto sharded = [&](double per_param, int min_stage) {
     // Bytes per GPU of a per-parameter state that ZeRO shards from `min_stage` on.
     if (p.zero < min_stage) return per_param;
@@ -255,10 +284,13 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.
   const double tokens = static_cast<double>(p.micro_batch) * s / cp;
   core.tp_bytes = tokens * h * bytes;
-  core.tp_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  // Recomputed layers run their forward collectives twice.
+  const double again = recomputed_fraction(p, core.layers_per_stage);
+  core.tp_per_layer = 4 + 2 * again;
   core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
   core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
-  core.ep_per_layer = p.recompute == Recompute::full ? 6 : 4;
+  core.ep_per_layer = 4 + 2 * again;
+  core.cp_fwd_passes = 1 + again;
   // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;
   // without sequence parallelism the receiver all-gathers the slices over its TP group.
   core.pp_bytes = tokens * h * bytes / tp;
@@ -309,7 +341,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   // Per microbatch on the slowest stage: each dimension's communication (cost_dims.hpp).
   const CommTime tp =
       tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
-  const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab, p.recompute);
+  const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab);
   const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab);
   const CommTime hop =
       pp_hop_time(core, sh.dims[Dim::pp], sh.dims[Dim::tp], fab, p.sequence_parallel);

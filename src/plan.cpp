@@ -69,6 +69,12 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   return StageLayers{f, rest / (pp - 2), l};
 }
 
+std::string recompute_string(const Plan& p) {
+  if (p.recompute == Recompute::full && p.recompute_layers > 0)
+    return fmt::format("block {}", p.recompute_layers);
+  return to_string(p.recompute);
+}
+
 std::string degrees_string(const Plan& p, bool with_dp) {
   std::string out = fmt::format("tp {}", p[Dim::tp]);
   for (Dim d : {Dim::cp, Dim::ep})

@@ -90,8 +90,8 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
         fmt::format("the best plan with other degrees or micro-batch, {} micro-batch {} ({}, "
                     "ZeRO-{}, recompute {}, sp {}), is {:.{}f}% slower",
                     degrees_string(o.plan), o.plan.micro_batch, short_order_string(o.plan),
-                    o.plan.zero, to_string(o.plan.recompute),
-                    o.plan.sequence_parallel ? "on" : "off", slower, slower < 1.0 ? 2 : 1));
+                    o.plan.zero, recompute_string(o.plan), o.plan.sequence_parallel ? "on" : "off",
+                    slower, slower < 1.0 ? 2 : 1));
     break;
   }
   return out;
@@ -143,7 +143,7 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
         "{:>8.1f} {:>5.1f}% {:>8.1f} ",
         rank++, cand.plan[Dim::tp], cand.plan[Dim::cp], cand.plan[Dim::ep], cand.plan[Dim::pp],
         cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan),
-        cand.plan.zero, to_string(cand.plan.recompute), cand.plan.sequence_parallel ? "on" : "-",
+        cand.plan.zero, recompute_string(cand.plan), cand.plan.sequence_parallel ? "on" : "-",
         e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
         100.0 * e.mfu, units::to_GiB(e.memory.total()));
     for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
@@ -183,7 +183,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
       "parallelism {}\n\n",
       degrees_string(p), p.micro_batch, p.vpp, order_string(p.order), e.microbatches, p.zero,
-      to_string(p.recompute), p.sequence_parallel ? "on" : "off");
+      recompute_string(p), p.sequence_parallel ? "on" : "off");
   out += fmt::format(
       "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
       "{:.1f}%\n",
@@ -250,6 +250,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["order"] = order_string(p.order);
   j["zero"] = p.zero;
   j["recompute"] = to_string(p.recompute);
+  if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
   j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;
   std::string why = infeasible_reason(ctx, e);

@@ -31,6 +31,8 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
   if (a.plan.vpp != b.plan.vpp) return a.plan.vpp < b.plan.vpp;
   if (a.plan.zero != b.plan.zero) return a.plan.zero < b.plan.zero;
   if (a.plan.recompute != b.plan.recompute) return a.plan.recompute < b.plan.recompute;
+  if (a.plan.recompute_layers != b.plan.recompute_layers)
+    return a.plan.recompute_layers < b.plan.recompute_layers;
   if (a.plan.sequence_parallel != b.plan.sequence_parallel) return !a.plan.sequence_parallel;
   const int pa = order_preference(a.plan), pb = order_preference(b.plan);
   if (pa != pb) return pa < pb;
@@ -77,6 +79,7 @@ bool equivalent(const Candidate& a, const Candidate& b) {
   return a.plan.degree == b.plan.degree && a.plan.micro_batch == b.plan.micro_batch &&
          a.plan.vpp == b.plan.vpp && a.plan.zero == b.plan.zero &&
          a.plan.recompute == b.plan.recompute &&
+         a.plan.recompute_layers == b.plan.recompute_layers &&
          a.plan.sequence_parallel == b.plan.sequence_parallel &&
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
 }
@@ -206,6 +209,31 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   return ch;
 }
 
+/// With full recomputation fitting, the fewest recomputed layers per stage (in whole model
+/// chunks: multiples of vpp) that still fit, when fewer than all: Megatron-LM's block method.
+/// 0 when recomputing every layer is the only way (or recomputing none fits).
+int fewest_recomputed_layers(const Cluster& c, const Model& m, const JobSpec& j, const Plan& full,
+                             const Calibration& cal) {
+  const auto split = plan_split(full, m.spec.layers);
+  if (!split) return 0;
+  const int chunks = static_cast<int>(split->max() / full.vpp);
+  auto fits = [&](int k) {
+    Plan q = full;
+    q.recompute_layers = k * full.vpp;
+    return prepare(c, m, j, q, cal).fits;
+  };
+  if (chunks < 2 || !fits(chunks - 1)) return 0;
+  int lo = 1, hi = chunks - 1;  // fits(hi); find the least
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (fits(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo * full.vpp;
+}
+
 void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
                     const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
                     Partial& out) {
@@ -247,13 +275,20 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               }
               break;
             }
-            for (std::size_t o = 0; o < orders.size(); ++o) {
-              cand.plan = base;
-              cand.plan.order = orders[o];
-              cand.eval = finish(core, shapes[o], fab, c, j, cand.plan, cal);
-              ++out.evaluated;
-              top.offer(cand);
-            }
+            auto cost_orders = [&](const Plan& plan, const PlanCore& pc) {
+              for (std::size_t o = 0; o < orders.size(); ++o) {
+                cand.plan = plan;
+                cand.plan.order = orders[o];
+                cand.eval = finish(pc, shapes[o], fab, c, j, cand.plan, cal);
+                ++out.evaluated;
+                top.offer(cand);
+              }
+            };
+            cost_orders(base, core);
+            if (rc != Recompute::full || opt.recompute) continue;  // fixed: every layer
+            Plan partial = base;  // recompute only as many layers as memory needs
+            partial.recompute_layers = fewest_recomputed_layers(c, m, j, base, cal);
+            if (partial.recompute_layers > 0) cost_orders(partial, prepare(c, m, j, partial, cal));
           }
 }
 
@@ -417,7 +452,7 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
   std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);
-  if (opt.micro_batch && r.evaluated == 0 && r.rejected.empty())
+  if (opt.micro_batch && r.evaluated == 0 && r.rejected.empty() && r.out_of_memory == 0)
     throw_input("micro_batch", "",
                 fmt::format("{} divides no data-parallel share of the global batch {}",
                             opt.micro_batch, j.global_batch));

@@ -1,4 +1,6 @@
 // Context and expert parallelism, and the search's scale-out properties.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -167,19 +169,36 @@ TEST_CASE("pipeline splits: uneven with interleaving, as Megatron-LM's first/las
   CHECK_FALSE(plan_split(p, 126));
 }
 
-TEST_CASE("a 405B-class plan on 8,192 H100 interleaves with an uneven split and fits") {
-  // Issue 9's case: seq 8192, 2048 sequences (16M tokens) per step, TP 8 x PP 16, CP 1.
+namespace {
+
+/// Llama 3.1 405B on 1024 x DGX H100 (8,192 GPUs), seq 8192, 2048 sequences (16M tokens) per
+/// step, searched with TP 8 x PP 16 x CP 1 fixed, as Meta ran it.
+struct Run405b {
   Cluster c = test::preset_cluster("dgx-h100", 1024);
   Model m = test::preset_model("llama3.1-405b");
-  JobSpec j;
-  j.seq_len = 8192;
-  j.global_batch = 2048;
-  SearchOptions o;
-  o.fixed[Dim::tp] = 8;
-  o.fixed[Dim::pp] = 16;
-  o.fixed[Dim::cp] = 1;
-  o.top_k = 1;
-  const SearchResult r = search(c, m, j, Calibration{}, o);
+  JobSpec j = [] {
+    JobSpec job;
+    job.seq_len = 8192;
+    job.global_batch = 2048;
+    return job;
+  }();
+  [[nodiscard]] SearchResult search_tp8_pp16() const {
+    SearchOptions o;
+    o.fixed[Dim::tp] = 8;
+    o.fixed[Dim::pp] = 16;
+    o.fixed[Dim::cp] = 1;
+    o.top_k = 1;
+    return search(c, m, j, Calibration{}, o);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a 405B-class plan on 8,192 H100 interleaves with an uneven split and fits") {
+  // Issue 9's case: seq 8192, 2048 sequences (16M tokens) per step, TP 8 x PP 16, CP 1.
+  const Run405b run;
+  const auto& [c, m, j] = run;
+  const SearchResult r = run.search_tp8_pp16();
   REQUIRE(!r.top.empty());
   const Candidate& best = r.top.front();
   CHECK(best.plan.vpp > 1);
@@ -197,4 +216,26 @@ TEST_CASE("a 405B-class plan on 8,192 H100 interleaves with an uneven split and 
   const double uneven_act = stage_memory(m, j, p, Calibration{}, 32).activations;
   const double even_act = stage_memory(Model(even), j, p, Calibration{}, 32).activations;
   CHECK(uneven_act == Approx(even_act * 15.0 / 16.0));
+}
+
+TEST_CASE("partial recomputation: only as many layers per stage as memory needs") {
+  // Megatron-LM's block method: the 405B plan above with every layer recomputed fits with room to
+  // spare; without recomputation it does not. The search recomputes the fewest model chunks
+  // (multiples of vpp layers) per stage that fit, and that plan is faster than recomputing all.
+  const Run405b run;
+  const auto& [c, m, j] = run;
+  const Candidate best = run.search_tp8_pp16().top.front();
+  REQUIRE(best.plan.recompute == Recompute::full);
+  REQUIRE(best.plan.recompute_layers > 0);
+  CHECK(best.plan.recompute_layers < 8);
+  CHECK(best.plan.recompute_layers % best.plan.vpp == 0);
+  CHECK(best.eval.fits);
+  Plan fewer = best.plan;  // one chunk fewer does not fit
+  fewer.recompute_layers -= best.plan.vpp;
+  CHECK_FALSE(prepare(c, m, j, fewer, Calibration{}).fits);
+  Plan all = best.plan;
+  all.recompute_layers = 0;
+  const Evaluation e_all = evaluate(c, m, j, all, Mapping::from_order(all), Calibration{});
+  CHECK(best.eval.step_time < e_all.step_time);
+  CHECK(recompute_string(best.plan) == fmt::format("block {}", best.plan.recompute_layers));
 }

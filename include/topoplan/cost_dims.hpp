@@ -53,9 +53,9 @@ inline constexpr double kBackwardFraction = 2.0 / 3.0;
 
 /// CP (ring attention), per microbatch: per layer, cp - 1 ring steps pass K/V chunks forward and
 /// K/V plus their gradients backward (twice the bytes); each direction hides behind the
-/// attention core that uses it (forward: once, backward: twice its forward time).
-[[nodiscard]] CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab,
-                               Recompute recompute);
+/// attention core that uses it (forward: once, backward: twice its forward time); recomputed
+/// layers pass K/V forward twice (core.cp_fwd_passes).
+[[nodiscard]] CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab);
 
 /// EP, per microbatch: per MoE layer an all-to-all dispatch and combine forward, the same
 /// backward (and again for a recomputed forward), all exposed. `per_tier` is the transfer time

@@ -87,10 +87,11 @@ struct PlanCore {
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
   double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
   double tp_bytes = 0;         ///< one TP collective's buffer
-  int tp_per_layer = 0;
-  double cp_bytes = 0;  ///< one K/V chunk a CP rank passes on
-  double ep_bytes = 0;  ///< one all-to-all's buffer per GPU
-  int ep_per_layer = 0;
+  double tp_per_layer = 0;     ///< 4, 6 with the forward recomputed (averaged for partial)
+  double cp_bytes = 0;         ///< one K/V chunk a CP rank passes on
+  double ep_bytes = 0;         ///< one all-to-all's buffer per GPU
+  double ep_per_layer = 0;
+  double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
   double pp_bytes = 0;
   double params_gpu = 0;                                 ///< parameters on one GPU
   double grad_bytes_per_param = 0;                       ///< gradient reduce precision

@@ -46,6 +46,10 @@ struct Plan {
                  ///< 2 + gradients; 3 + weights, sharded over dp
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;  ///< Megatron sequence parallelism (with tp > 1)
+  /// With full recomputation: layers per pipeline stage recomputed, the rest keep their
+  /// activations (Megatron-LM's --recompute-method block --recompute-num-layers, which counts per
+  /// model chunk: this is that times vpp); 0: every layer.
+  int recompute_layers = 0;
   /// An explicit uneven split: layers on the first and on the last pipeline stage (0: the
   /// default split, pipeline_split). The middle stages share the rest equally.
   std::int64_t first_stage_layers = 0;
@@ -77,6 +81,10 @@ struct StageLayers {
 /// The plan's split of `layers`: its explicit first/last stage layers, or the default split;
 /// nullopt when that is not a valid split (plan_check reports why).
 [[nodiscard]] std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers);
+
+/// The recomputation as reports show it: "none", "selective", "full", or "block N" when full
+/// recomputation covers only N layers per stage.
+[[nodiscard]] std::string recompute_string(const Plan& p);
 
 /// "tp 8 cp 2 pp 4 dp 16": the degrees as reports print them; cp and ep only when above 1, dp
 /// unless `with_dp` is false (inference, where dp counts replicas).

@@ -64,6 +64,9 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--micro-batch", o.micro_batch, "micro-batch size (default 1)");
   cmd.add_option("--vpp", o.vpp, "virtual pipeline stages per rank, interleaved 1F1B (default 1)");
   cmd.add_option("--order", o.order, "Megatron order string (default tp-cp-ep-dp-pp)");
+  cmd.add_option("--recompute-layers", o.recompute_layers,
+                 "with --recompute full: recompute only this many layers per pipeline stage "
+                 "(Megatron-LM's block method; default: all)");
   cmd.add_option("--first-stage-layers", o.first_stage_layers,
                  "layers on the first pipeline stage (Megatron-LM's "
                  "--decoder-first-pipeline-num-layers; default: the uneven split topoplan picks)");

@@ -14,7 +14,8 @@ namespace {
 bool any_plan_flag(const PlanOptions& po) {
   return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
          !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
-         po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers;
+         po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers ||
+         po.recompute_layers;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -48,6 +49,10 @@ Plan plan_from_flags(const PlanOptions& po) {
   p.sequence_parallel = po.choice.sp_on;
   if (po.first_stage_layers < 0 || po.last_stage_layers < 0)
     throw_input("--first-stage-layers/--last-stage-layers", "", "expected a positive integer");
+  if (po.recompute_layers < 0 || (po.recompute_layers > 0 && p.recompute != Recompute::full))
+    throw_input("--recompute-layers", "",
+                "expected a positive number of layers, with --recompute full");
+  p.recompute_layers = po.recompute_layers;
   p.first_stage_layers = po.first_stage_layers;
   p.last_stage_layers = po.last_stage_layers;
   return p;

@@ -98,7 +98,11 @@ std::string export_megatron_args(const ExportContext& x) {
   if (x.run.job.overlap_p2p && p.vpp > 1) args += " --overlap-p2p-communication";
   if (p.zero >= 1) args += " --use-distributed-optimizer";
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
-  if (p.recompute == Recompute::full)
+  if (p.recompute == Recompute::full && p.recompute_layers > 0)  // per model chunk
+    args += fmt::format(
+        " --recompute-granularity full --recompute-method block --recompute-num-layers {}",
+        p.recompute_layers / p.vpp);
+  else if (p.recompute == Recompute::full)
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (!order_flag.empty()) args += " " + order_flag;
   args += " " + megatron_model_args(x.run.model.spec, j.seq_len);

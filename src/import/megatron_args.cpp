@@ -126,6 +126,10 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.overlap_p2p = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
       out.plan.order = kTpPpDpOrder;
+    } else if (f == "--recompute-method") {
+      out.recompute_block = value(i) == "block";
+    } else if (f == "--recompute-num-layers") {
+      out.recompute_num_layers = positive(f, value(i), source);
     } else if (f == "--bf16") {
       out.dtype = Dtype::bf16;
     } else if (f == "--fp16") {
@@ -153,6 +157,8 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
 }
 
 void apply_stage_layers(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
+  if (p.recompute == Recompute::full && imp.recompute_block && imp.recompute_num_layers)
+    p.recompute_layers = *imp.recompute_num_layers * p.vpp;
   if (!imp.first_stage_layers && !imp.last_stage_layers) return;
   // Megatron-LM gives the stages without a count an equal share of the rest.
   const int pp = p[Dim::pp];

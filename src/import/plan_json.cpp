@@ -25,6 +25,7 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
     out.plan.recompute =
         parse_recompute(c.string("recompute"), c.source() + ": " + c.path_of("recompute"));
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
+  out.plan.recompute_layers = static_cast<int>(c.int_at_least_or("recompute_layers", 1, 0));
 }
 
 /// "cluster_spec" and "model_spec", kept as text with their location for the loaders.

@@ -30,6 +30,8 @@ struct ImportedPlan {
   /// They must agree with the model being planned.
   std::vector<std::pair<std::string, std::int64_t>> model_shape;
   std::optional<std::int64_t> first_stage_layers, last_stage_layers;  ///< uneven pipeline split
+  bool recompute_block = false;             ///< Megatron --recompute-method block
+  std::optional<int> recompute_num_layers;  ///< per model chunk
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
 };
 
