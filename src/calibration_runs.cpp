@@ -90,7 +90,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   opt.fixed[Dim::dp] = static_cast<int>(pc.positive_int("dp"));
   opt.order = kDefaultOrder;
   opt.zero = static_cast<int>(pc.int_at_least_or("zero", 0, 0));
-  opt.recompute = parse_recompute(pc.string("recompute"), r.source());
+  if (pc.string("recompute") != "search")
+    opt.recompute = parse_recompute(pc.string("recompute"), r.source());
   opt.sequence_parallel = pc.boolean_or("sequence_parallel", false);
   auto fixed_or_search = [&](const char* key) {
     const auto& v = pc.node().at(key);
@@ -133,6 +134,9 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
     res.metric = r.at("measured").string("metric");
     res.measured = r.at("measured").positive("value");
     res.checked = r.boolean_or("checked", true);
+    const std::string role = r.has("role") ? r.string("role") : "fit";
+    if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
+    res.held_out = role == "holdout";
     if (r.has("collective"))
       predict_collective(r, cal, res);
     else if (r.has("inference"))
@@ -145,21 +149,44 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
   return out;
 }
 
-std::string calibration_report(const std::vector<CalibrationResult>& r, const std::string& format) {
-  double sum = 0, worst = 0;
-  int n = 0;
+CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {
+  CalibrationSummary s;
+  auto add = [](ErrorSummary& e, double err) {
+    e.mean = (e.mean * e.runs + err) / (e.runs + 1);
+    e.worst = std::max(e.worst, err);
+    ++e.runs;
+  };
   for (const auto& x : r) {
     if (!x.checked) continue;
-    sum += std::abs(x.error());
-    worst = std::max(worst, std::abs(x.error()));
-    ++n;
+    const double err = std::abs(x.error());
+    add(s.all, err);
+    add(x.held_out ? s.held_out : s.fit, err);
   }
-  const double mean = n ? sum / n : 0;
+  return s;
+}
+
+namespace {
+
+std::string summary_line(const char* what, const ErrorSummary& e) {
+  return fmt::format("{}: {} runs; mean absolute error {:.2f}%, worst {:.2f}%", what, e.runs,
+                     100 * e.mean, 100 * e.worst);
+}
+
+}  // namespace
+
+std::string calibration_report(const std::vector<CalibrationResult>& r, const std::string& format) {
+  const CalibrationSummary sum = summarize(r);
+  const int n = sum.all.runs;
+  const double mean = sum.all.mean, worst = sum.all.worst;
   if (format == "json") {
     nlohmann::ordered_json j;
     j["schema"] = "topoplan.calibration/v1";
     j["mean_abs_error"] = mean;
     j["max_abs_error"] = worst;
+    j["fit_mean_abs_error"] = sum.fit.mean;
+    j["fit_max_abs_error"] = sum.fit.worst;
+    j["held_out_mean_abs_error"] = sum.held_out.mean;
+    j["held_out_max_abs_error"] = sum.held_out.worst;
     auto rows = nlohmann::ordered_json::array();
     for (const auto& x : r)
       rows.push_back({{"name", x.name},
@@ -168,6 +195,7 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                       {"predicted", x.predicted},
                       {"error", x.error()},
                       {"checked", x.checked},
+                      {"held_out", x.held_out},
                       {"note", x.note},
                       {"source", x.source}});
     j["runs"] = rows;
@@ -176,24 +204,27 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
   std::string out;
   const bool md = format == "markdown";
   if (md) {
-    out += "| run | metric | published | topoplan | error | plan found / note |\n";
-    out += "|---|---|---|---|---|---|\n";
+    out += "| run | set | metric | published | topoplan | error | plan found / note |\n";
+    out += "|---|---|---|---|---|---|---|\n";
   } else {
-    out += fmt::format("{:<62} {:<24} {:>10} {:>10} {:>8}  {}\n", "run", "metric", "published",
-                       "topoplan", "error", "plan found / note");
+    out += fmt::format("{:<62} {:<9} {:<24} {:>10} {:>10} {:>8}  {}\n", "run", "set", "metric",
+                       "published", "topoplan", "error", "plan found / note");
   }
   for (const auto& x : r) {
     const std::string err = fmt::format("{:+.1f}%{}", 100 * x.error(), x.checked ? "" : " *");
+    const char* set = x.held_out ? "held back" : "fit";
     if (md)
-      out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {} |\n", x.name, x.metric, x.measured,
-                         x.predicted, err, x.note);
-    else
-      out += fmt::format("{:<62} {:<24} {:>10.4g} {:>10.4g} {:>8}  {}\n", x.name, x.metric,
+      out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | {} | {} |\n", x.name, set, x.metric,
                          x.measured, x.predicted, err, x.note);
+    else
+      out += fmt::format("{:<62} {:<9} {:<24} {:>10.4g} {:>10.4g} {:>8}  {}\n", x.name, set,
+                         x.metric, x.measured, x.predicted, err, x.note);
   }
   out += fmt::format("{}checked runs: {}; mean absolute error {:.2f}%, worst {:.2f}%{}\n",
                      md ? "\n" : "\n", n, 100 * mean, 100 * worst,
                      md ? " (* = shown, not checked)" : "  (* = shown, not checked)");
+  out += fmt::format("{}{}\n{}{}\n", md ? "\n" : "", summary_line("fit", sum.fit), md ? "\n" : "",
+                     summary_line("held back", sum.held_out));
   return out;
 }
 

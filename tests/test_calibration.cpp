@@ -9,18 +9,29 @@
 
 using namespace topoplan;
 
-TEST_CASE("every published run is predicted within 7%") {
+TEST_CASE("every fitted run, and Megatron-LM's held-back rows, are predicted within 7%") {
   auto results = run_calibration(Calibration{});
   std::cout << "\n" << calibration_report(results, "table") << std::flush;
   int checked = 0;
   for (const auto& r : results) {
-    if (!r.checked) continue;
+    if (!r.checked || (r.held_out && r.name.rfind("Megatron-LM", 0) != 0)) continue;
     ++checked;
     INFO(r.name << ": published " << r.measured << ", predicted " << r.predicted);
     CHECK(std::abs(r.error()) <= 0.07);
   }
-  // Megatron Table 1 (4), Korthikanti (4), the H100 recipe, and the collective measurements.
-  CHECK(checked >= 14);
+  // Megatron Table 1 (6), Korthikanti (4), the H100 recipe, and the collective measurements.
+  CHECK(checked >= 16);
+}
+
+TEST_CASE("held-back runs: the prediction error stays within the bound the README states") {
+  // The rows no constant was chosen on (marked "holdout" in configs/calibration/runs.json). The
+  // bound is today's error with a margin, so that a change that predicts worse fails here; the
+  // goal is 5% mean and 12% worst (issue 9), not met yet: see the README.
+  const CalibrationSummary s = summarize(run_calibration(Calibration{}));
+  REQUIRE(s.held_out.runs >= 4);
+  CHECK(s.held_out.mean <= 0.20);
+  CHECK(s.held_out.worst <= 0.40);
+  CHECK(s.fit.mean <= 0.03);
 }
 
 TEST_CASE("calibration files override constants by key, and warn about unknown keys") {

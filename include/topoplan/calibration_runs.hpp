@@ -15,9 +15,23 @@ struct CalibrationResult {
   double measured = 0;
   double predicted = 0;
   bool checked = true;  ///< counted in the accuracy claim (false: shown, with the reason)
-  std::string note;     ///< the plan found, or why a row is not checked
+  /// Held back: not looked at while the constants were chosen, so its error is a prediction.
+  bool held_out = false;
+  std::string note;  ///< the plan found, or why a row is not checked
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
+
+/// Mean and worst absolute relative error over a set of checked runs.
+struct ErrorSummary {
+  int runs = 0;
+  double mean = 0;
+  double worst = 0;
+};
+/// All checked runs; those the constants were chosen on; those held back from that.
+struct CalibrationSummary {
+  ErrorSummary all, fit, held_out;
+};
+[[nodiscard]] CalibrationSummary summarize(const std::vector<CalibrationResult>& r);
 
 /// Re-predicts every run with `cal`.
 [[nodiscard]] std::vector<CalibrationResult> run_calibration(const Calibration& cal);
