@@ -81,6 +81,7 @@ int run_plan(const PlanArgs& a) {
   if (!a.choice.recompute.empty())
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
   if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
+  apply_stack_choices(a.in, a.choice, opt.zero, opt.sequence_parallel);
   SearchResult r =
       with_flag_names([&] { return search(in.cluster, in.model, in.job, in.cal, opt); });
   bar.finish();

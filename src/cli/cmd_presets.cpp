@@ -22,7 +22,13 @@ int run_presets(const OutputOptions& out) {
       }
       text += "]";
     }
-    text += "\n}\n";
+    text += ",\n  \"stacks\": [";
+    std::string sep;
+    for (const auto& s : software_stacks()) {
+      text += fmt::format("{}\"{}\"", sep, s.name);
+      sep = ", ";
+    }
+    text += "]\n}\n";
   } else {
     text += "clusters (--cluster NAME, --nodes N):\n";
     for (const auto& n : preset_names("clusters")) {
@@ -53,6 +59,15 @@ int run_presets(const OutputOptions& out) {
       if (m.spec.mla()) text += ", MLA";
       text += "\n";
     }
+    text += "stacks (--stack NAME; explicit flags win):\n";
+    text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<5} {}\n", "name", "flash",
+                        "tp overlap", "grad overlap", "pp overlap", "ZeRO", "sequence parallel");
+    auto yn = [](bool b) { return b ? "on" : "off"; };
+    for (const auto& s : software_stacks())
+      text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<5} {}\n", s.name,
+                          yn(s.flash_attention), yn(s.tp_comm_overlap), yn(s.overlap_grad_reduce),
+                          yn(s.overlap_p2p), s.zero < 0 ? "searched" : std::to_string(s.zero),
+                          s.sequence_parallel ? yn(*s.sequence_parallel) : "searched");
   }
   write_output(out.path, text);
   return 0;

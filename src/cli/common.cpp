@@ -36,6 +36,10 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--memory-headroom", o.memory_headroom,
                  "fraction of GPU memory a plan must leave free (0-0.9)")
       ->capture_default_str();
+  cmd.add_option("--stack", o.stack,
+                 "software stack: megatron-core (default), megatron-2021, nemo, torchtitan, "
+                 "deepspeed; sets fused attention, the overlap flags, the optimizer sharding and "
+                 "sequence parallelism as that stack does (explicit flags win)");
   cmd.add_option(
       "--calibration", o.calibration,
       "JSON file overriding calibration constants (keys: topoplan calibrate --constants)");
@@ -155,18 +159,20 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.dtype =
       !o.given("--dtype") && from && from->dtype ? *from->dtype : parse_dtype(o.dtype, "--dtype");
   if (job.dtype == Dtype::fp8 && o.inference) job.dtype = Dtype::bf16;  // the training half unused
-  job.flash_attention = from && from->flash_attention && !o.given("--no-flash-attention")
-                            ? *from->flash_attention
-                            : !o.no_flash_attention;
-  job.tp_comm_overlap = from && from->tp_comm_overlap && !o.given("--tp-overlap")
-                            ? *from->tp_comm_overlap
-                            : o.tp_overlap;
+  // A flag given wins, then what the plan file records, then the software stack.
+  const SoftwareStack& st = stack_of(o);
+  auto pick = [&](const char* flag, bool flag_value, const std::optional<bool>& recorded,
+                  bool stack_value) {
+    if (o.given(flag)) return flag_value;
+    return recorded ? *recorded : stack_value;
+  };
+  const ImportedPlan none;
+  const ImportedPlan& f = from ? *from : none;
+  job.flash_attention = pick("--no-flash-attention", false, f.flash_attention, st.flash_attention);
+  job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
   job.overlap_grad_reduce =
-      from && from->overlap_grad_reduce && !o.given("--no-overlap-grad-reduce")
-          ? *from->overlap_grad_reduce
-          : !o.no_overlap_grad_reduce;
-  job.overlap_p2p = from && from->overlap_p2p && !o.given("--no-overlap-p2p") ? *from->overlap_p2p
-                                                                              : !o.no_overlap_p2p;
+      pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
+  job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
   if (o.gpus < 0)
     throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
   job.gpus = o.gpus;
@@ -196,6 +202,19 @@ std::string fields_as_flags(const std::string& msg) {
     flags += ch == '_' ? '-' : ch;
   }
   return flags + msg.substr(colon);
+}
+
+const SoftwareStack& stack_of(const InputOptions& o) {
+  return find_stack(o.stack.empty() ? software_stacks().front().name : o.stack, "--stack");
+}
+
+void apply_stack_choices(const InputOptions& o, const ChoiceOptions& given, int& zero,
+                         std::optional<bool>& sequence_parallel) {
+  if (o.stack.empty()) return;  // the default stack leaves them to the search or the defaults
+  const SoftwareStack& st = stack_of(o);
+  if (given.zero < 0 && st.zero >= 0) zero = st.zero;
+  if (!given.sp_on && !given.sp_off && st.sequence_parallel)
+    sequence_parallel = st.sequence_parallel;
 }
 
 void throw_plan_error(PlanError e, const Resolved& r) {

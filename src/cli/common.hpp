@@ -13,6 +13,7 @@
 #include "topoplan/error.hpp"
 #include "topoplan/import/plan_source.hpp"
 #include "topoplan/inference.hpp"
+#include "topoplan/stack.hpp"
 
 namespace topoplan::cli {
 
@@ -28,6 +29,7 @@ struct InputOptions {
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   std::string calibration;  ///< --calibration FILE
+  std::string stack;        ///< --stack NAME (empty: megatron-core)
   int gpus = 0;             ///< --gpus: use this many GPUs (0: all)
   double memory_headroom = 0;
   bool inference = false;   ///< set by commands running --inference (fp8 weights allowed)
@@ -123,6 +125,11 @@ auto with_flag_names(F&& call) -> decltype(call()) {
     throw InputError(fields_as_flags(e.what()));
   }
 }
+/// The --stack named (or the default one).
+[[nodiscard]] const SoftwareStack& stack_of(const InputOptions& o);
+/// With --stack given: its ZeRO stage and sequence parallelism where the flags leave them open.
+void apply_stack_choices(const InputOptions& o, const ChoiceOptions& given, int& zero,
+                         std::optional<bool>& sequence_parallel);
 /// InputError for a plan that cannot run: the core's explanation with its fields shown as the
 /// flags that set them ("tp/pp/dp: ..." -> "--tp/--pp/--dp: ...").
 [[noreturn]] void throw_plan_error(PlanError e, const Resolved& r);

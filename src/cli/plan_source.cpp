@@ -88,6 +88,11 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
         fmt::format("{} GPUs, but the cluster has {}", in.job.gpus, in.cluster.gpu_count()));
   const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p = imp ? imp->plan : plan_from_flags(po);
+  if (!imp) {
+    std::optional<bool> sp;
+    apply_stack_choices(io, po.choice, p.zero, sp);
+    if (sp) p.sequence_parallel = *sp && p[Dim::tp] > 1;
+  }
   const bool dp_given = imp ? imp->dp_given : po.dp > 0;
   if (imp) apply_stage_layers(*imp, in.model.spec.layers, p);
   if (imp && imp->layers_per_virtual_stage) {

@@ -1,0 +1,27 @@
+#pragma once
+/// Software stacks: how a training framework runs the same plan (fused attention, which
+/// communication it overlaps, its optimizer sharding, sequence parallelism). `--stack NAME` sets
+/// these the way that stack does; explicit flags override.
+#include <optional>
+#include <span>
+#include <string>
+
+namespace topoplan {
+
+struct SoftwareStack {
+  const char* name;
+  bool flash_attention;      ///< fused attention: no s^2 scores stored or streamed
+  bool tp_comm_overlap;      ///< TP collectives overlapped with matmuls
+  bool overlap_grad_reduce;  ///< DP reduction during the backward pass
+  bool overlap_p2p;          ///< PP sends overlapped in the steady state
+  int zero;  ///< optimizer/gradient/weight sharding the stack uses (ZeRO stage); -1: searched
+  std::optional<bool> sequence_parallel;  ///< with TP > 1; nullopt: searched
+  const char* what;                       ///< what the stack is and where its settings come from
+};
+
+/// The stacks, in the order the README lists them; the first is the default.
+[[nodiscard]] std::span<const SoftwareStack> software_stacks();
+/// InputError naming `what` for an unknown name.
+[[nodiscard]] const SoftwareStack& find_stack(const std::string& name, const std::string& what);
+
+}  // namespace topoplan
