@@ -82,6 +82,7 @@ ModelCounts count(const ModelSpec& m) {
                                              static_cast<double>(m.layers));
   c.layer_attention_flops_per_seq = scores;
   c.logits_flops = 2.0 * static_cast<double>(m.vocab * h);
+  c.active_params = c.total_params - c.moe_layers * (m.experts - m.top_k) * expert;
   return c;
 }
 

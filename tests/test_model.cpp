@@ -184,3 +184,26 @@ TEST_CASE("a model spec written as config.json reads back to the same model") {
   CHECK(fingerprint(Model(parse_model_json(model_config_json(gpt2), "b"))) ==
         fingerprint(Model(gpt2)));
 }
+
+TEST_CASE("topoplan model's counts: published totals and active parameters within 1.5%") {
+  // Meta: Llama 3.1 405B; Mistral: Mixtral 8x7B 46.7B total, 12.9B active; DeepSeek-V3
+  // technical report: 671B total, 37B activated; Qwen2-72B (its model card): 72.7B.
+  auto within = [](std::int64_t got, double published) {
+    return std::abs(static_cast<double>(got) / published - 1.0) <= 0.015;
+  };
+  const Model llama = test::preset_model("llama3.1-405b");
+  CHECK(within(llama.counts.total_params, 405e9));
+  CHECK(llama.counts.active_params == llama.counts.total_params);  // dense
+  const Model mix = test::preset_model("mixtral-8x7b");
+  CHECK(within(mix.counts.total_params, 46.7e9));
+  CHECK(within(mix.counts.active_params, 12.9e9));
+  const Model ds = test::preset_model("deepseek-v3");
+  CHECK(within(ds.counts.total_params, 671e9));
+  CHECK(within(ds.counts.active_params, 37e9));
+  const Model qwen(parse_model_json(
+      R"({"model_type": "qwen2", "hidden_size": 8192, "intermediate_size": 29568,
+          "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+          "vocab_size": 152064, "hidden_act": "silu", "tie_word_embeddings": false})",
+      "Qwen2-72B/config.json"));
+  CHECK(within(qwen.counts.total_params, 72.7e9));
+}

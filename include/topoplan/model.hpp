@@ -68,6 +68,9 @@ struct ModelCounts {
   /// parallelism splits it (by KV head) or every TP rank holds all of it (MLA).
   double kv_cache_elems = 0;
   bool kv_cache_split = true;
+  /// Parameters a token uses: all but the routed experts it is not sent to (embeddings and
+  /// routers included, as Mixtral's 12.9B and DeepSeek-V3's 37B count them).
+  std::int64_t active_params = 0;
 };
 
 /// Validates a spec; InputError names `source` and the field.

@@ -144,5 +144,6 @@ Runner register_check(CLI::App& cmd);
 Runner register_export(CLI::App& cmd);
 Runner register_presets(CLI::App& cmd);
 Runner register_calibrate(CLI::App& cmd);
+Runner register_model(CLI::App& cmd);
 
 }  // namespace topoplan::cli

@@ -29,6 +29,9 @@ constexpr Subcommand kSubcommands[] = {
      "DeepSpeed, Open MPI",
      topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
+    {"model",
+     "what topoplan derives from a model: parameters (total, active), FLOPs and KV cache per token",
+     topoplan::cli::register_model},
     {"calibrate",
      "compare predictions with published runs (the accuracy table); --constants lists the "
      "calibration",
