@@ -2,3 +2,12 @@
 add_library(topoplan_warnings INTERFACE)
 target_compile_options(topoplan_warnings INTERFACE
   $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion>)
+
+# -DTOPOPLAN_SANITIZE=ON: every target of ours (library, CLI, tests) built with AddressSanitizer
+# and UndefinedBehaviorSanitizer; a finding aborts the process, so the test that ran it fails.
+option(TOPOPLAN_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
+if(TOPOPLAN_SANITIZE)
+  set(sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_compile_options(topoplan_warnings INTERFACE ${sanitize_flags})
+  target_link_options(topoplan_warnings INTERFACE ${sanitize_flags})
+endif()
