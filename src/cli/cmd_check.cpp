@@ -28,6 +28,7 @@ int run_check_cmd(const CheckArgs& a) {
                 fmt::format("expected a fraction from 0 to 10, got {}", a.rules.tier_min_gain));
   InputOptions io = a.in;
   io.inference = a.inf.enabled;
+  reject_unused_flags(a.in, a.inf.enabled);
   Resolved r = resolve_plan(io, a.plan);
   const std::string& f = a.out.format;
   CheckResult res;

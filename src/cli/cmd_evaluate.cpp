@@ -30,6 +30,7 @@ int run_inference_evaluate(const EvaluateArgs& a) {
 }
 
 int run_evaluate(const EvaluateArgs& a) {
+  reject_unused_flags(a.in, a.inf.enabled);
   if (a.inf.enabled) return run_inference_evaluate(a);
   Resolved r = resolve_plan(a.in, a.plan);
   PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);

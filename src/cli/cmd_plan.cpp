@@ -51,6 +51,7 @@ int run_inference_plan(const PlanArgs& a) {
 int run_plan(const PlanArgs& a) {
   if (a.top < 1)
     throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
+  reject_unused_flags(a.in, a.inf.enabled);
   if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
   SearchOptions opt;

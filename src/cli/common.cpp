@@ -204,6 +204,43 @@ std::string fields_as_flags(const std::string& msg) {
   return flags + msg.substr(colon);
 }
 
+void reject_unused_flags(const InputOptions& io, bool inference) {
+  static constexpr const char* kTrainingOnly[] = {"--seq-len",
+                                                  "--global-batch",
+                                                  "--no-flash-attention",
+                                                  "--tp-overlap",
+                                                  "--no-overlap-grad-reduce",
+                                                  "--no-overlap-p2p",
+                                                  "--gpus",
+                                                  "--memory-headroom",
+                                                  "--stack",
+                                                  "--micro-batch",
+                                                  "--vpp",
+                                                  "--cp",
+                                                  "--zero",
+                                                  "--recompute",
+                                                  "--recompute-layers",
+                                                  "--sequence-parallel",
+                                                  "--no-sequence-parallel",
+                                                  "--first-stage-layers",
+                                                  "--last-stage-layers",
+                                                  "--max-cp",
+                                                  "--variants"};
+  static constexpr const char* kServingOnly[] = {
+      "--prompt-len", "--output-len",           "--batch",      "--kv-dtype",
+      "--objective",  "--max-token-latency-ms", "--max-ttft-ms"};
+  if (inference) {
+    for (const char* f : kTrainingOnly)
+      if (io.given(f))
+        throw_input(f, "",
+                    "applies to training only; --inference plans every GPU of the cluster "
+                    "for serving (set its size with --nodes)");
+  } else {
+    for (const char* f : kServingOnly)
+      if (io.given(f)) throw_input(f, "", "applies with --inference only");
+  }
+}
+
 const SoftwareStack& stack_of(const InputOptions& o) {
   return find_stack(o.stack.empty() ? software_stacks().front().name : o.stack, "--stack");
 }

@@ -34,7 +34,10 @@ struct InputOptions {
   double memory_headroom = 0;
   bool inference = false;   ///< set by commands running --inference (fp8 weights allowed)
   CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
-  [[nodiscard]] bool given(const char* flag) const { return cmd && cmd->count(flag) > 0; }
+  [[nodiscard]] bool given(const char* flag) const {
+    const CLI::Option* o = cmd ? cmd->get_option_no_throw(flag) : nullptr;
+    return o && o->count() > 0;
+  }
 };
 
 /// ZeRO stage, recomputation and sequence parallelism: given for evaluate, searched by plan
@@ -125,6 +128,9 @@ auto with_flag_names(F&& call) -> decltype(call()) {
     throw InputError(fields_as_flags(e.what()));
   }
 }
+/// Every flag applies or is refused: InputError for a training-only flag with --inference
+/// (`--seq-len`, `--zero`, `--gpus`, ...) and for a serving-only flag without it.
+void reject_unused_flags(const InputOptions& io, bool inference);
 /// The --stack named (or the default one).
 [[nodiscard]] const SoftwareStack& stack_of(const InputOptions& o);
 /// With --stack given: its ZeRO stage and sequence parallelism where the flags leave them open.
