@@ -153,3 +153,66 @@ TEST_CASE("decode reads the weights divided by tp, not by tp x pp, and the expla
   CHECK(lines.front().find("divided by tp;") != std::string::npos);
   CHECK(lines.front().find("tp x pp") == std::string::npos);
 }
+
+TEST_CASE("serving parts by hand: prefill, decode, collectives, pipeline hops, memory") {
+  // Two servers of 2 GPUs (NVLink 100 GB/s; the network 2 x 400 Gb/s NICs = 50 GB/s per GPU),
+  // every step 1 us, no launch latency, achieved bandwidth = line rate, no NVLS. GPU: 1e15 FLOP/s
+  // at 50% (no small-matrix penalty), HBM 1e12 B/s at 50%. Model: h 1024, 4 layers, 8 heads of
+  // 128, MLP 4096 (not gated), vocab 1000 (see test_cost_dims.cpp for its counts). TP 2 inside a
+  // server, PP 2 across; batch 2, prompt 100, output 11, bf16.
+  GpuSpec gpu;
+  gpu.name = "g";
+  gpu.peak_flops = 1e15;
+  gpu.memory_bytes = 80.0 * 1024 * 1024 * 1024;
+  gpu.hbm_bandwidth = 1e12;
+  ClusterSpec cs;
+  cs.name = "two-by-two";
+  cs.gpu = gpu;
+  cs.nodes = 2;
+  cs.nics_per_server = 2;
+  cs.nic_bandwidth = 50e9;
+  cs.tiers = {{"nvlink", 2, Link::nvlink4, 100e9, 0, 1}, {"leaf", 0, Link::infiniband, 50e9, 0, 1}};
+  const Cluster c(cs, "test");
+  Calibration cal;
+  cal.gemm_efficiency[static_cast<int>(Arch::hopper)] = 0.5;
+  cal.gemm_half_dim = 0;
+  cal.hbm_efficiency = 0.5;
+  for (Link l : {Link::nvlink4, Link::infiniband})
+    cal.links[static_cast<int>(l)] = {1.0, 1e-6, 0.0};
+  cal.collective_base_latency = cal.network_base_latency = 0;
+  cal.decode_layer_overhead = 10e-6;
+  cal.decode_collective_overhead = 0;
+  cal.reserved_bytes = 0;
+  const Model m(test::dense_spec("small", 1024, 4, 8, 4096, 1000, false));
+  InferenceJob j;
+  j.batch = 2;
+  j.prompt_len = 100;
+  j.output_len = 11;
+  const Plan p = plan(2, 2, 1);
+  const InferenceEval e = run(c, m, j, p, cal);
+  // Prefill, 200 tokens: 200 x (4 x (25,165,824 + 4,096 x 100 / 2) + 2,048,000) / 2 FLOPs at
+  // 5e14 = 20.706 us; element-wise 200 x 4 x (8 x 1024 + 2 x 4096 / 2) x 2 B at 5e11 = 39.322 us.
+  CHECK(e.prefill.compute == Approx(20.7060992e-6 + 39.3216e-6));
+  CHECK(e.prefill.overhead == Approx(40e-6));  // 4 layers x 10 us
+  // TP all-reduce of 409,600 B over 2 GPUs: one-shot 1 us + 409,600 / 1e11 = 5.096 us (ring:
+  // 6.096 us); 2 per layer.
+  CHECK(e.prefill.tp == Approx(8 * 5.096e-6));
+  // One hop across servers: 1 us + 409,600 / 5e10.
+  CHECK(e.prefill.pp == Approx(9.192e-6));
+  // Decode, a micro-batch of 1 per stage: the last stage reads 2 layers x 12,584,960 params / 2 x
+  // 2 B + the head 1,024,000 B, and its KV cache 105.5 tokens x 2 layers x 2,048 B, at 5e11;
+  // the pp stages run one after another.
+  CHECK(e.weight_read == Approx(2 * 26193920 / 5e11));
+  CHECK(e.kv_read == Approx(2 * 432128 / 5e11));
+  CHECK(e.decode.memory == Approx(2 * (26193920 + 432128) / 5e11));
+  CHECK(e.decode.tp == Approx(8 * 1.02048e-6));  // 2,048 B one-shot all-reduces
+  CHECK(e.decode.pp == Approx(1.04096e-6));      // one hop of 2,048 B
+  CHECK(e.decode.overhead == Approx(40e-6));
+  CHECK(e.token_latency == Approx(1.06504192e-4 + 40e-6 + 8.16384e-6 + 1.04096e-6));
+  CHECK(e.tp_algorithm == Algorithm::one_shot);
+  // Memory on the last stage: its weights, the KV cache of 2 sequences x 111 tokens x 2 layers,
+  // the prefill's activations 200 x (4 x 1024 + 2 x 4096 / 2) x 2 B and fp32 logits 2 x 500 x 4.
+  CHECK(e.memory_weights == Approx(26193920));
+  CHECK(e.memory_kv == Approx(909312));
+  CHECK(e.memory_other == Approx(3276800 + 4000));
+}
