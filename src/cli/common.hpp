@@ -151,5 +151,6 @@ Runner register_export(CLI::App& cmd);
 Runner register_presets(CLI::App& cmd);
 Runner register_calibrate(CLI::App& cmd);
 Runner register_model(CLI::App& cmd);
+Runner register_import(CLI::App& cmd);
 
 }  // namespace topoplan::cli

@@ -29,6 +29,8 @@ constexpr Subcommand kSubcommands[] = {
      "DeepSpeed, Open MPI",
      topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
+    {"import", "build a cluster file from what a server reports: import nvidia-smi FILE",
+     topoplan::cli::register_import},
     {"model",
      "what topoplan derives from a model: parameters (total, active), FLOPs and KV cache per token",
      topoplan::cli::register_model},
