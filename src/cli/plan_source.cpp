@@ -94,7 +94,7 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     if (sp) p.sequence_parallel = *sp && p[Dim::tp] > 1;
   }
   const bool dp_given = imp ? imp->dp_given : po.dp > 0;
-  if (imp) apply_stage_layers(*imp, in.model.spec.layers, p);
+  if (imp) apply_layer_choices(*imp, in.model.spec.layers, p);
   if (imp && imp->layers_per_virtual_stage) {
     const std::int64_t per_rank = in.model.spec.layers / p[Dim::pp];
     if (per_rank % *imp->layers_per_virtual_stage != 0)

@@ -156,7 +156,7 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
   }
 }
 
-void apply_stage_layers(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
+void apply_layer_choices(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
   if (p.recompute == Recompute::full && imp.recompute_block && imp.recompute_num_layers)
     p.recompute_layers = *imp.recompute_num_layers * p.vpp;
   if (!imp.first_stage_layers && !imp.last_stage_layers) return;

@@ -14,8 +14,10 @@ namespace topoplan {
 /// the model planned.
 void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
                          const std::string& source);
-/// Sets the plan's uneven split from --decoder-first/last-pipeline-num-layers (a stage without
-/// a count gets an equal share of the rest, as Megatron-LM gives it); check_plan validates it.
-void apply_stage_layers(const ImportedPlan& imp, std::int64_t layers, Plan& p);
+/// Sets what Megatron-LM counts in layers once the plan's degrees are known: the uneven split from
+/// --decoder-first/last-pipeline-num-layers (a stage without a count gets an equal share of the
+/// rest, as Megatron-LM gives it; check_plan validates it) and --recompute-num-layers of the
+/// block method (per model chunk, so times vpp per stage).
+void apply_layer_choices(const ImportedPlan& imp, std::int64_t layers, Plan& p);
 
 }  // namespace topoplan
