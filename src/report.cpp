@@ -111,6 +111,12 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
     }
   }
   out += "\n\n";
+  if (r.top.empty() && !r.closest_unfit) {  // nothing even reached memory: say why
+    return out +
+           "no valid plan: no factorization of these GPUs passes the rules above (with a "
+           "large cluster and a small global batch, data parallelism cannot use every GPU: "
+           "try --gpus, a larger --global-batch, or fix --tp/--cp/--pp)\n";
+  }
   if (r.top.empty()) {
     out += "no plan fits in memory";
     if (r.closest_unfit)
