@@ -168,6 +168,8 @@ double JsonCursor::non_negative_or(std::string_view key, double fallback) const 
 
 std::int64_t JsonCursor::positive_int(std::string_view key) const {
   if (!has(key)) throw_input(source_, path_of(key), "required field is missing");
+  // A required field that is null is no value: the fallback of int_at_least_or must not apply.
+  if (node_->at(std::string(key)).is_null()) fail(key, "a positive integer");
   return int_at_least_or(key, 1, 0);
 }
 
