@@ -37,6 +37,17 @@ GpuSpec gpu_from(const detail::JsonCursor& c) {
   return g;
 }
 
+/// The most GPUs one server holds (an NVL576-class domain fits).
+constexpr std::int64_t kMaxGpusPerServer = 1024;
+
+/// `v` if at most `max`, else an InputError naming the field: bounds keep every product of counts
+/// far from overflow.
+std::int64_t bounded(const detail::JsonCursor& c, std::string_view key, std::int64_t v,
+                     std::int64_t max) {
+  if (v > max) c.fail(key, fmt::format("an integer up to {}", max));
+  return v;
+}
+
 void check_schema(const detail::JsonCursor& c, const char* expected) {
   if (!c.has("schema")) return;
   if (c.string("schema") != expected) c.fail("schema", fmt::format("\"{}\"", expected));
@@ -95,10 +106,11 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     s.gpu = resolve_gpu(c.string("gpu"), source, "gpu");
   else
     s.gpu = gpu_from(c.at("gpu"));
-  s.nodes = static_cast<int>(c.int_at_least_or("nodes", 1, 1));
+  s.nodes =
+      static_cast<int>(bounded(c, "nodes", c.int_at_least_or("nodes", 1, 1), Cluster::kMaxGpus));
   auto server = c.at("server");
   server.warn_unknown_keys({"nics", "nic_Gbps"});
-  s.nics_per_server = static_cast<int>(server.positive_int("nics"));
+  s.nics_per_server = static_cast<int>(bounded(server, "nics", server.positive_int("nics"), 64));
   s.nic_bandwidth = units::from_Gbps(server.positive("nic_Gbps"));
   auto tiers = c.at("tiers");
   std::size_t n = tiers.array_size();
@@ -112,8 +124,9 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     TierSpec tier;
     tier.name = t.string("name");
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
-    tier.fanout =
-        static_cast<int>(i == 0 ? t.positive_int("fanout") : t.int_at_least_or("fanout", 0, 0));
+    tier.fanout = static_cast<int>(
+        i == 0 ? bounded(t, "fanout", t.positive_int("fanout"), kMaxGpusPerServer)
+               : bounded(t, "fanout", t.int_at_least_or("fanout", 0, 0), Cluster::kMaxGpus));
     if (t.has("link"))
       tier.link = parse_named<Link>(t, "link", kLinkNames);
     else
@@ -130,7 +143,12 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
 Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(spec)) {
   if (spec_.tiers.empty()) throw_input(source, "tiers", "expected at least one tier");
   if (spec_.nodes < 1) throw_input(source, "nodes", "expected a positive integer");
-  gpu_count_ = spec_.nodes * spec_.tiers[0].fanout;
+  const std::int64_t gpus = static_cast<std::int64_t>(spec_.nodes) * spec_.tiers[0].fanout;
+  if (spec_.tiers[0].fanout < 1 || gpus > kMaxGpus)
+    throw_input(source, "nodes",
+                fmt::format("expected at most {} GPUs in all, got {} servers x {} GPUs", kMaxGpus,
+                            spec_.nodes, spec_.tiers[0].fanout));
+  gpu_count_ = static_cast<int>(gpus);
   double nic_share = spec_.nics_per_server * spec_.nic_bandwidth / spec_.tiers[0].fanout;
   double path_min = nic_share;
   tier_count_ = 0;

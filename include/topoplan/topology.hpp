@@ -56,6 +56,8 @@ struct ClusterSpec {
 class Cluster {
  public:
   static constexpr int kMaxTiers = 6;
+  /// The most GPUs a cluster may have (2^20): every product of counts stays far from overflow.
+  static constexpr std::int64_t kMaxGpus = 1 << 20;
 
   /// Validates; errors are InputError naming `source` and the field.
   explicit Cluster(ClusterSpec spec, const std::string& source = "cluster");
