@@ -179,9 +179,9 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   Choices ch;
   auto& [mbs, vpps, zeros, recomputes, sps] = ch;
   const std::int64_t per_dp = j.global_batch % dp == 0 ? j.global_batch / dp : 0;
-  for (std::int64_t b = 1; per_dp && b <= per_dp; ++b)
-    if (per_dp % b == 0 && (!opt.micro_batch || b == opt.micro_batch))
-      mbs.push_back(static_cast<int>(b));
+  if (per_dp > 0)
+    for (int b : divisors(per_dp))
+      if (!opt.micro_batch || b == opt.micro_batch) mbs.push_back(b);
   if (mbs.empty()) mbs.push_back(opt.micro_batch ? opt.micro_batch : 1);
   if (opt.vpp) {
     vpps = {opt.vpp};

@@ -113,9 +113,11 @@ void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
 
 InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
   InferenceJob j;
+  constexpr std::int64_t kMax = std::int64_t{1} << 24;  // tokens and sequences, as training's
   for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len},
                          std::pair{"--output-len", o.output_len}, std::pair{"--batch", o.batch}})
-    if (v < 1) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
+    if (v < 1 || v > kMax)
+      throw_input(flag, "", fmt::format("expected a positive integer up to {}, got {}", kMax, v));
   j.prompt_len = o.prompt_len;
   j.output_len = o.output_len;
   j.batch = o.batch;
