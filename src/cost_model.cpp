@@ -68,7 +68,7 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   const double t = p[Dim::tp];
   const double ep = p[Dim::ep];
   const int pp = p[Dim::pp];
-  const StageLayers split = plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, pp));
+  const StageLayers split = split_of(p, m.spec.layers);
   const auto& k = m.counts;
   const double expert_layer = static_cast<double>(k.layer_expert_params) / (t * ep);
   const double dense_layer = static_cast<double>(k.layer_params - k.layer_expert_params) / t;
@@ -206,7 +206,7 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double params_gpu = params.max();
   const double dense_rep = static_cast<double>(p[Dim::dp]) * p[Dim::cp];
   const double expert_rep = dense_rep / p[Dim::ep];
-  const StageLayers split = plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, pp));
+  const StageLayers split = split_of(p, m.spec.layers);
   // 1F1B keeps min(pp - i, m) microbatches in flight on stage i; interleaving multiplies that by
   // 1 + (pp - 1) / (pp x vpp) (Korthikanti et al. 2022, section 4.2.3).
   auto in_flight = [&](int stage) {
@@ -267,8 +267,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double bytes = dtype_bytes(j.dtype);
   // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
   // and last stages fewer).
-  core.layers_per_stage = static_cast<double>(
-      plan_split(p, m.spec.layers).value_or(stage_layers(m.spec.layers, p[Dim::pp])).max());
+  core.layers_per_stage = static_cast<double>(split_of(p, m.spec.layers).max());
   core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
                               static_cast<double>(m.spec.layers);
   core.microbatches =

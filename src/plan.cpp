@@ -53,6 +53,10 @@ StageLayers stage_layers(std::int64_t layers, int pp) {
   return pipeline_split(layers, pp, 1).value_or(StageLayers{layers, layers, layers});
 }
 
+StageLayers split_of(const Plan& p, std::int64_t layers) {
+  return plan_split(p, layers).value_or(stage_layers(layers, p[Dim::pp]));
+}
+
 std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   const int pp = p[Dim::pp];
   if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)

@@ -81,6 +81,8 @@ struct StageLayers {
 /// The plan's split of `layers`: its explicit first/last stage layers, or the default split;
 /// nullopt when that is not a valid split (plan_check reports why).
 [[nodiscard]] std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers);
+/// The split a plan that passed check_plan runs with (plan_split; the vpp-1 default otherwise).
+[[nodiscard]] StageLayers split_of(const Plan& p, std::int64_t layers);
 
 /// The recomputation as reports show it: "none", "selective", "full", or "block N" when full
 /// recomputation covers only N layers per stage.

@@ -16,7 +16,6 @@ struct SoftwareStack {
   bool overlap_p2p;          ///< PP sends overlapped in the steady state
   int zero;  ///< optimizer/gradient/weight sharding the stack uses (ZeRO stage); -1: searched
   std::optional<bool> sequence_parallel;  ///< with TP > 1; nullopt: searched
-  const char* what;                       ///< what the stack is and where its settings come from
 };
 
 /// The stacks, in the order the README lists them; the first is the default.

@@ -81,7 +81,7 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
                 "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
 
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
-  if (imp) check_against_model(*imp, in.model.spec, imp->plan[Dim::pp], source);
+  if (imp) check_against_model(*imp, in.model.spec, source);
   if (in.job.gpus > in.cluster.gpu_count())
     throw_input(
         "--gpus", "",

@@ -86,8 +86,7 @@ std::string export_megatron_args(const ExportContext& x) {
   // Virtual stages by their current name (older Megatron-LM: --num-layers-per-virtual-pipeline-
   // stage layers / (pp x vpp)); an uneven split names the first and last stages' layers.
   if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
-  const StageLayers split = plan_split(p, x.run.model.spec.layers)
-                                .value_or(stage_layers(x.run.model.spec.layers, p[Dim::pp]));
+  const StageLayers split = split_of(p, x.run.model.spec.layers);
   if (!split.even())
     args +=
         fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",

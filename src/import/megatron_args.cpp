@@ -142,8 +142,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   return out;
 }
 
-void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
-                         const std::string& source) {
+void check_against_model(const ImportedPlan& imp, const ModelSpec& m, const std::string& source) {
   for (const auto& [flag, v] : imp.model_shape) {
     std::int64_t has = 0;
     for (const auto& [name, field] : kShapeFlags)

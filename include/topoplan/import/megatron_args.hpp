@@ -12,8 +12,7 @@ namespace topoplan {
 
 /// InputError when the model-shape arguments (--num-layers, --hidden-size, ...) disagree with
 /// the model planned.
-void check_against_model(const ImportedPlan& imp, const ModelSpec& m, int pp,
-                         const std::string& source);
+void check_against_model(const ImportedPlan& imp, const ModelSpec& m, const std::string& source);
 /// Sets what Megatron-LM counts in layers once the plan's degrees are known: the uneven split from
 /// --decoder-first/last-pipeline-num-layers (a stage without a count gets an equal share of the
 /// rest, as Megatron-LM gives it; check_plan validates it) and --recompute-num-layers of the
