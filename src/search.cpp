@@ -210,19 +210,26 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
 }
 
 /// With full recomputation fitting, the fewest recomputed layers per stage (in whole model
-/// chunks: multiples of vpp) that still fit, when fewer than all: Megatron-LM's block method.
-/// 0 when recomputing every layer is the only way (or recomputing none fits).
-int fewest_recomputed_layers(const Cluster& c, const Model& m, const JobSpec& j, const Plan& full,
-                             const Calibration& cal) {
-  const auto split = plan_split(full, m.spec.layers);
-  if (!split) return 0;
-  const int chunks = static_cast<int>(split->max() / full.vpp);
+/// chunks: multiples of vpp) that still fit, when fewer than all: Megatron-LM's block method,
+/// with its costed core. nullopt when recomputing every layer is the only way.
+struct PartialRecompute {
+  Plan plan;
+  PlanCore core;
+};
+std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const Model& m,
+                                                         const JobSpec& j, const Plan& full,
+                                                         const Calibration& cal) {
+  const int chunks = static_cast<int>(split_of(full, m.spec.layers).max() / full.vpp);
+  if (chunks < 2) return std::nullopt;
+  std::optional<PartialRecompute> found;  // the least count that fits so far, with its core
   auto fits = [&](int k) {
-    Plan q = full;
-    q.recompute_layers = k * full.vpp;
-    return prepare(c, m, j, q, cal).fits;
+    PartialRecompute t{full, {}};
+    t.plan.recompute_layers = k * full.vpp;
+    t.core = prepare(c, m, j, t.plan, cal);
+    if (t.core.fits) found = t;
+    return t.core.fits;
   };
-  if (chunks < 2 || !fits(chunks - 1)) return 0;
+  if (!fits(chunks - 1)) return std::nullopt;
   int lo = 1, hi = chunks - 1;  // fits(hi); find the least
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
@@ -231,7 +238,7 @@ int fewest_recomputed_layers(const Cluster& c, const Model& m, const JobSpec& j,
     else
       lo = mid + 1;
   }
-  return lo * full.vpp;
+  return found;  // the last count that fitted is hi == lo
 }
 
 void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
@@ -286,9 +293,9 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
             };
             cost_orders(base, core);
             if (rc != Recompute::full || opt.recompute) continue;  // fixed: every layer
-            Plan partial = base;  // recompute only as many layers as memory needs
-            partial.recompute_layers = fewest_recomputed_layers(c, m, j, base, cal);
-            if (partial.recompute_layers > 0) cost_orders(partial, prepare(c, m, j, partial, cal));
+            // Recompute only as many layers as memory needs.
+            if (const auto partial = fewest_recomputed_layers(c, m, j, base, cal))
+              cost_orders(partial->plan, partial->core);
           }
 }
 
