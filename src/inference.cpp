@@ -63,16 +63,16 @@ struct Serving {
 };
 
 Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, const Plan& p,
-                     const Mapping& map, const Calibration& cal) {
+                     const DimArray<GroupShape>& shapes, const Calibration& cal) {
   Serving s{m, j, cal, make_fabric(c, cal), {}, {}, {}};
   const auto& k = m.counts;
   const auto& gpu = c.gpu();
   s.tp = p[Dim::tp];
   s.pp = p[Dim::pp];
   s.ep = p[Dim::ep];
-  s.tp_shape = dimension_shape(c, map, Dim::tp);
-  s.pp_shape = dimension_shape(c, map, Dim::pp);
-  s.ep_shape = dimension_shape(c, map, Dim::ep);
+  s.tp_shape = shapes[Dim::tp];
+  s.pp_shape = shapes[Dim::pp];
+  s.ep_shape = shapes[Dim::ep];
   s.layers = static_cast<double>(m.spec.layers);
   s.stage_layers = static_cast<double>(topoplan::stage_layers(m.spec.layers, s.pp).max());
   s.h = static_cast<double>(m.spec.hidden);
@@ -188,7 +188,7 @@ InferenceEval evaluate_inference(const Cluster& c, const Model& m, const Inferen
   InferenceEval e;
   e.replicas = p[Dim::dp];
   for (Dim d : kDefaultOrder) e.shapes[d] = dimension_shape(c, map, d);
-  const Serving s = make_serving(c, m, j, p, map, cal);
+  const Serving s = make_serving(c, m, j, p, e.shapes, cal);
   e.prefill = prefill(s);
   decode(s, e);
   expert_all_to_alls(s, e);
