@@ -104,7 +104,8 @@ std::string export_megatron_args(const ExportContext& x) {
   else if (p.recompute == Recompute::full)
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (!order_flag.empty()) args += " " + order_flag;
-  args += " " + megatron_model_args(x.run.model.spec, j.seq_len);
+  args += fmt::format(" {}",
+                      megatron_model_args(x.run.model.spec, j.seq_len));  // GCC 12 warns on " " + s
   out += fmt::format("# model {}: vocabulary {} (Megatron-LM takes it from the tokenizer)\n",
                      x.run.model.spec.name, x.run.model.spec.vocab);
   if (!split.even())
