@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/units.hpp"
@@ -90,6 +92,22 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   return out;
 }
 
+namespace {
+
+/// What a constant may be set to, by its unit: efficiencies and line-rate fractions divide, so
+/// they are above 0; times up to 10 s; counts and sizes finite and modest.
+std::pair<double, double> allowed_range(const CalibrationEntry& e) {
+  const bool divides = e.key.find("efficiency") != std::string::npos ||
+                       e.key.ends_with(".bw_fraction") || e.key == "dp_bucket_params";
+  const double lo = divides ? 1e-6 : 0;
+  if (e.unit.starts_with("fraction")) return {lo, 1};
+  if (e.unit.starts_with("us")) return {0, 1e7};
+  if (e.unit == "0 or 1") return {0, 1};
+  return {lo, 1e12};
+}
+
+}  // namespace
+
 void apply_calibration_json(const std::string& text, const std::string& source, Calibration& c) {
   auto doc = detail::parse_json(text, source);
   if (!doc.is_object()) throw_input(source, "(top level)", "expected an object of key: number");
@@ -107,8 +125,11 @@ void apply_calibration_json(const std::string& text, const std::string& source, 
                      "; topoplan calibrate --constants lists the keys");
       continue;
     }
-    if (!value.is_number() || value.get<double>() < 0)
-      throw_input(source, key, fmt::format("expected a number >= 0, got {}", value.dump()));
+    const auto [lo, hi] = allowed_range(*e);
+    if (!value.is_number() || !(value.get<double>() >= lo && value.get<double>() <= hi))
+      throw_input(source, key,
+                  fmt::format("expected a number from {:g} to {:g} ({}), got {}", lo, hi, e->unit,
+                              value.dump()));
     *e->value = value.get<double>() / e->scale;
   }
 }

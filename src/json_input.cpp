@@ -1,5 +1,7 @@
 #include "detail/json_input.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -151,6 +153,19 @@ double JsonCursor::positive(std::string_view key) const {
   if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
     fail(key, "a positive number");
   return v.get<double>();
+}
+
+double JsonCursor::number_in(std::string_view key, double lo, double hi) const {
+  const auto& v = member(key);
+  if (lo > 0 && !(v.is_number() && v.get<double>() > 0)) fail(key, "a positive number");
+  if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi))
+    fail(key, fmt::format("a number from {:g} to {:g}", lo, hi));
+  return v.get<double>();
+}
+
+double JsonCursor::number_in_or(std::string_view key, double lo, double hi, double fallback) const {
+  if (!has(key)) return fallback;
+  return number_in(key, lo, hi);
 }
 
 double JsonCursor::positive_or(std::string_view key, double fallback) const {

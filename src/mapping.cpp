@@ -1,6 +1,9 @@
 #include "topoplan/mapping.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
 
 namespace topoplan {
 
@@ -141,6 +144,56 @@ GroupShape layout_shape_by_groups(const Cluster& c, const Mapping& m, const Layo
   return worst;
 }
 
+}  // namespace
+
+/// Worst shapes of identity-mapping layouts, by (world, stride, members).
+struct ShapeMemo {
+  std::mutex mutex;
+  std::map<std::array<std::int64_t, 3>, GroupShape> shapes;
+};
+
+std::shared_ptr<ShapeMemo> make_shape_memo() { return std::make_shared<ShapeMemo>(); }
+
+namespace {
+
+/// An identity mapping whose groups (base + i*s) are not aligned with the domains: the domains
+/// nest, so every one below the world divides the largest such, D, and shifting a group by
+/// lcm(s * n, D) devices gives a group with the same shape. Walking the groups of one period
+/// finds the same worst shape as walking them all (thousands of times fewer on a large cluster).
+GroupShape walk_periodic_shape(const Cluster& c, std::int64_t world, std::int64_t s, int n) {
+  const std::int64_t span = s * n;
+  std::int64_t largest = 1;
+  for (int k = 0; k < c.tier_count(); ++k)
+    if (c.domain_size(k) < world) largest = c.domain_size(k);
+  const std::int64_t period = std::min(world, std::lcm(span, largest));
+  GroupShape worst;
+  bool first = true;
+  std::vector<int> devs(static_cast<std::size_t>(n));
+  for (std::int64_t block = 0; block < period; block += span)
+    for (std::int64_t t = 0; t < s; ++t) {
+      for (int i = 0; i < n; ++i)
+        devs[static_cast<std::size_t>(i)] = static_cast<int>(block + t + i * s);
+      fold_worst(worst, shape_of_devices(c, devs), first);
+      first = false;
+    }
+  return worst;
+}
+
+/// walk_periodic_shape, remembered per cluster: a search asks for the same layouts again and
+/// again under other degrees and orders.
+GroupShape periodic_layout_shape(const Cluster& c, std::int64_t world, std::int64_t s, int n) {
+  ShapeMemo& memo = c.shape_memo();
+  const std::array<std::int64_t, 3> key{world, s, n};
+  {
+    const std::lock_guard<std::mutex> lock(memo.mutex);
+    if (auto it = memo.shapes.find(key); it != memo.shapes.end()) return it->second;
+  }
+  const GroupShape g = walk_periodic_shape(c, world, s, n);
+  const std::lock_guard<std::mutex> lock(memo.mutex);
+  memo.shapes.emplace(key, g);
+  return g;
+}
+
 GroupShape layout_shape(const Cluster& c, const Mapping& m, const Layout& l, Dim d) {
   GroupShape g;
   const int n = l.degree[d];
@@ -162,7 +215,7 @@ GroupShape layout_shape(const Cluster& c, const Mapping& m, const Layout& l, Dim
     } else if (s < D && D % s == 0 && span % D == 0) {
       g.per_domain[k] = static_cast<int>(D / s);
     } else {
-      return layout_shape_by_groups(c, m, l, d);
+      return periodic_layout_shape(c, m.world(), s, n);
     }
   }
   g.span_tier = c.tier_count() - 1;

@@ -9,21 +9,67 @@
 
 namespace topoplan {
 
+namespace {
+
+/// A rough upper bound on the parameter count, in floating point so that it cannot overflow
+/// whatever the fields hold: it guards the exact integer count.
+double params_upper_bound(const ModelSpec& m) {
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden);
+  const double attn =
+      h * (2 * d(m.heads) * d(m.head_dim) + 2 * d(m.kv_heads) * d(m.head_dim)) +
+      d(m.q_lora_rank) * (h + d(m.heads) * d(m.qk_nope_head_dim + m.qk_rope_head_dim)) +
+      d(m.kv_lora_rank) * (h + d(m.heads) * d(m.qk_nope_head_dim + m.v_head_dim)) +
+      d(m.heads) * d(m.v_head_dim) * h + h * d(m.qk_rope_head_dim);
+  const double mlp = 3 * h * d(m.ffn) + 3 * h * d(m.expert_ffn) * d(m.experts) +
+                     3 * h * d(m.shared_ffn()) * d(m.shared_experts) + h * d(m.experts);
+  return d(m.layers) * (attn + mlp + 8 * h + 4 * d(m.ffn)) + h * (2 * d(m.vocab) + d(m.positions));
+}
+
+}  // namespace
+
 void validate(const ModelSpec& m, const std::string& source) {
-  auto need = [&](std::int64_t v, const char* field) {
-    if (v <= 0) throw_input(source, field, fmt::format("expected a positive integer, got {}", v));
+  // Physical ranges (well above any published model) so that no product of shapes overflows.
+  auto need = [&](std::int64_t v, const char* field, std::int64_t max) {
+    if (v <= 0 || v > max)
+      throw_input(source, field,
+                  fmt::format("expected a positive integer up to {}, got {}", max, v));
   };
-  need(m.hidden, "hidden_size");
-  need(m.layers, "num_hidden_layers");
-  need(m.heads, "num_attention_heads");
-  need(m.kv_heads, "num_key_value_heads");
-  need(m.head_dim, "head_dim");
-  need(m.ffn, "intermediate_size");
-  need(m.vocab, "vocab_size");
+  auto allow = [&](std::int64_t v, const char* field, std::int64_t max) {
+    if (v < 0 || v > max)
+      throw_input(source, field, fmt::format("expected an integer from 0 to {}, got {}", max, v));
+  };
+  need(m.hidden, "hidden_size", kMaxModelWidth);
+  need(m.layers, "num_hidden_layers", kMaxModelLayers);
+  need(m.heads, "num_attention_heads", kMaxModelWidth);
+  need(m.kv_heads, "num_key_value_heads", kMaxModelWidth);
+  need(m.head_dim, "head_dim", kMaxModelWidth);
+  need(m.ffn, "intermediate_size", kMaxModelFfn);
+  need(m.vocab, "vocab_size", kMaxModelFfn);
+  allow(m.positions, "n_positions", kMaxModelFfn);
+  allow(m.experts, "num_experts", kMaxModelWidth);
+  allow(m.top_k, "num_experts_per_tok", m.experts);
+  allow(m.expert_ffn, "moe_intermediate_size", kMaxModelFfn);
+  allow(m.shared_experts, "n_shared_experts", kMaxModelWidth);
+  allow(m.shared_expert_ffn, "shared_expert_intermediate_size", kMaxModelFfn);
+  allow(m.first_dense_layers, "first_k_dense_replace", m.layers - 1);
+  allow(m.q_lora_rank, "q_lora_rank", kMaxModelWidth);
+  allow(m.kv_lora_rank, "kv_lora_rank", kMaxModelWidth);
+  allow(m.qk_nope_head_dim, "qk_nope_head_dim", kMaxModelWidth);
+  allow(m.qk_rope_head_dim, "qk_rope_head_dim", kMaxModelWidth);
+  allow(m.v_head_dim, "v_head_dim", kMaxModelWidth);
   if (m.heads % m.kv_heads != 0)
     throw_input(
         source, "num_key_value_heads",
         fmt::format("expected a divisor of num_attention_heads ({}), got {}", m.heads, m.kv_heads));
+  if (m.moe() && (m.top_k < 1 || m.expert_ffn < 1))
+    throw_input(source, m.top_k < 1 ? "num_experts_per_tok" : "moe_intermediate_size",
+                "expected a positive integer for a mixture-of-experts model");
+  const double params = params_upper_bound(m);
+  if (params > kMaxModelParams)
+    throw_input(source, "",
+                fmt::format("the shapes give about {:.3g} parameters; expected at most {:.0e}",
+                            params, kMaxModelParams));
 }
 
 ModelCounts count(const ModelSpec& m) {

@@ -144,15 +144,9 @@ struct Partial {
   }
 };
 
-/// Costs every choice for one set of degrees: the order-independent core once per choice, each
-/// order's communication from shapes computed once per order. Memory prunes before the orders,
-/// and a micro-batch that does not fit ends the larger ones.
-/// The orders to cost for one set of degrees (those Megatron-LM can run), each with its shapes.
-void orders_and_shapes(const Cluster& c, const SearchOptions& opt, const Plan& base,
-                       std::vector<Order>& orders, std::vector<PlanShapes>& shapes, Partial& out) {
-  orders = opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
-  shapes.clear();
-  shapes.reserve(orders.size());
+/// The orders to cost for one set of degrees (those Megatron-LM can run).
+std::vector<Order> orders_to_cost(const SearchOptions& opt, const Plan& base, Partial& out) {
+  std::vector<Order> orders = opt.order ? std::vector<Order>{*opt.order} : distinct_orders(base);
   std::size_t keep = 0;
   for (const Order& o : orders) {
     Plan q = base;
@@ -162,10 +156,35 @@ void orders_and_shapes(const Cluster& c, const SearchOptions& opt, const Plan& b
       continue;
     }
     orders[keep++] = o;
-    shapes.push_back(plan_shapes(c, Mapping::from_order(q)));
   }
   orders.resize(keep);
+  return orders;
 }
+
+/// Each order's group shapes, computed on first use: on a large cluster they walk every group,
+/// which is wasted when no choice for these degrees is valid.
+class LazyShapes {
+ public:
+  LazyShapes(const Cluster& c, const Plan& base, const std::vector<Order>& orders)
+      : c_(c), base_(base), orders_(orders) {}
+  const PlanShapes& operator[](std::size_t o) {
+    if (shapes_.empty()) {
+      shapes_.reserve(orders_.size());
+      for (const Order& order : orders_) {
+        Plan q = base_;
+        q.order = order;
+        shapes_.push_back(plan_shapes(c_, Mapping::from_order(q)));
+      }
+    }
+    return shapes_[o];
+  }
+
+ private:
+  const Cluster& c_;
+  const Plan& base_;
+  const std::vector<Order>& orders_;
+  std::vector<PlanShapes> shapes_;
+};
 
 /// The choices searched for one set of degrees, each list in the order it is tried.
 struct Choices {
@@ -187,7 +206,7 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
     vpps = {opt.vpp};
   } else {
     vpps = {1};
-    for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers; ++v)
+    for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers && v <= kMaxSearchedVpp; ++v)
       if (pipeline_split(m.spec.layers, pp, static_cast<int>(v)))
         vpps.push_back(static_cast<int>(v));
   }
@@ -241,14 +260,16 @@ std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const
   return found;  // the last count that fitted is hi == lo
 }
 
+/// Costs every choice for one set of degrees: the order-independent core once per choice, each
+/// order's communication from shapes computed once per order. Memory prunes before the orders,
+/// and a micro-batch that does not fit ends the larger ones.
 void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
                     const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
                     Partial& out) {
   Plan base = base_in;
-  std::vector<Order> orders;
-  std::vector<PlanShapes> shapes;
-  orders_and_shapes(c, opt, base, orders, shapes, out);
+  const std::vector<Order> orders = orders_to_cost(opt, base, out);
   if (orders.empty()) return;
+  LazyShapes shapes(c, base_in, orders);
   const auto [mbs, vpps, zeros, recomputes, sps] = choices_for(m, j, opt, base);
   Candidate cand;
   for (int zero : zeros)
@@ -276,7 +297,7 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
                   core.memory.total() <= out.closest_unfit->eval.memory.total()) {
                 cand.plan = base;
                 cand.plan.order = orders.front();
-                cand.eval = finish(core, shapes.front(), fab, c, j, cand.plan, cal);
+                cand.eval = finish(core, shapes[0], fab, c, j, cand.plan, cal);
                 if (!out.closest_unfit || closer(cand, *out.closest_unfit))
                   out.closest_unfit = cand;
               }

@@ -57,8 +57,14 @@ TEST_CASE("calibration files override constants by key, and warn about unknown k
         "cal.json: hbm_efficency: unknown key, ignored (did you mean "
         "`hbm_efficiency`?); topoplan calibrate --constants lists the keys");
   CHECK(c.hbm_efficiency == before.hbm_efficiency);
-  CHECK_THROWS_WITH(apply_calibration_json(R"({"hbm_efficiency": "x"})", "cal.json", c),
-                    "cal.json: hbm_efficiency: expected a number >= 0, got \"x\"");
+  CHECK_THROWS_WITH(
+      apply_calibration_json(R"({"hbm_efficiency": "x"})", "cal.json", c),
+      "cal.json: hbm_efficiency: expected a number from 1e-06 to 1 (fraction of HBM bandwidth), "
+      "got \"x\"");
+  // Efficiencies divide: 0 would make every kernel take forever (issue 11, numeric safety).
+  CHECK_THROWS_WITH(apply_calibration_json(R"({"gemm_efficiency.hopper": 0})", "cal.json", c),
+                    "cal.json: gemm_efficiency.hopper: expected a number from 1e-06 to 1 "
+                    "(fraction of dense peak), got 0");
 }
 
 namespace {

@@ -56,28 +56,47 @@ TEST_CASE("group shapes: inside a server, one GPU per server, and spread across 
   CHECK(t2.per_domain[1] == 4);  // 4 members in each leaf (256 GPUs per leaf, stride 64)
 }
 
-TEST_CASE("the O(tiers) shape equals walking every group") {
-  for (int nodes : {1, 2, 3, 4, 6, 16, 40, 64}) {
-    Cluster c = test::preset_cluster("dgx-h100", nodes);
-    const int n = c.gpu_count();
-    for (int tp = 1; tp <= n; ++tp) {
-      if (n % tp) continue;
-      for (int pp = 1; pp <= n / tp; ++pp) {
-        if ((n / tp) % pp) continue;
-        Plan base = make(tp, pp, n / tp / pp);
-        for (const char* o :
-             {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
-          base.order = parse_order(o, "--order");
-          Mapping m = Mapping::from_order(base);
-          for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
-            INFO("nodes " << nodes << " tp " << tp << " pp " << pp << " order " << o << " dim "
-                          << to_string(d));
-            REQUIRE(dimension_shape(c, m, d) == dimension_shape_by_groups(c, m, d));
-          }
+namespace {
+
+/// For every tp x pp x dp of the cluster and each order: the shape dimension_shape answers (twice:
+/// the second from the memo) is the one walking every group finds.
+void require_shapes_match_walk(const char* preset, int nodes,
+                               std::initializer_list<const char*> orders) {
+  Cluster c = test::preset_cluster(preset, nodes);
+  const int n = c.gpu_count();
+  for (int tp = 1; tp <= n; ++tp) {
+    if (n % tp) continue;
+    for (int pp = 1; pp <= n / tp; ++pp) {
+      if ((n / tp) % pp) continue;
+      Plan base = make(tp, pp, n / tp / pp);
+      for (const char* o : orders) {
+        base.order = parse_order(o, "--order");
+        Mapping m = Mapping::from_order(base);
+        for (Dim d : {Dim::tp, Dim::pp, Dim::dp}) {
+          INFO(preset << " nodes " << nodes << " tp " << tp << " pp " << pp << " order " << o
+                      << " dim " << to_string(d));
+          REQUIRE(dimension_shape(c, m, d) == dimension_shape_by_groups(c, m, d));
+          REQUIRE(dimension_shape(c, m, d) == dimension_shape_by_groups(c, m, d));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("the O(tiers) shape equals walking every group") {
+  for (int nodes : {1, 2, 3, 4, 6, 16, 40, 64})
+    require_shapes_match_walk(
+        "dgx-h100", nodes,
+        {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"});
+}
+
+TEST_CASE("shapes walked over one period equal walking every group (leaves of 20 servers)") {
+  // dgx-a100 leaves hold 160 GPUs: power-of-two strides are not aligned with them, so these
+  // layouts take the periodic walk; the answer must be what walking every group gives.
+  for (int nodes : {20, 60, 100})
+    require_shapes_match_walk("dgx-a100", nodes, {"tp-dp-pp", "dp-pp-tp", "pp-tp-dp"});
 }
 
 TEST_CASE("a group straddling servers unevenly reports its fewest members per server") {

@@ -73,6 +73,14 @@ struct ModelCounts {
   std::int64_t active_params = 0;
 };
 
+/// Physical ranges checked by validate(): widths (hidden size, heads, head sizes, experts,
+/// ranks), MLP and vocabulary sizes, layers, and the parameter count (10^15: a quadrillion,
+/// 100x the largest model anyone has described), so that no count can overflow.
+inline constexpr std::int64_t kMaxModelWidth = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxModelFfn = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxModelLayers = 16384;
+inline constexpr double kMaxModelParams = 1e15;
+
 /// Validates a spec; InputError names `source` and the field.
 void validate(const ModelSpec& m, const std::string& source);
 [[nodiscard]] ModelCounts count(const ModelSpec& m);

@@ -15,6 +15,11 @@ namespace topoplan {
 /// The largest CP degree searched unless --max-cp says otherwise.
 inline constexpr int kDefaultMaxCp = 32;
 
+/// The largest interleaving (virtual stages per pipeline rank) searched; a fixed --vpp is not
+/// limited. Published runs use 2 to 16; beyond 64 the extra point-to-point hops outweigh the
+/// smaller bubble for any layer count.
+inline constexpr int kMaxSearchedVpp = 64;
+
 struct SearchOptions {
   DimArray<int> fixed{};  ///< 0: searched; otherwise that degree is fixed
   /// Upper bounds on searched degrees (0: none). CP defaults to at most kDefaultMaxCp.

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct ClusterSpec {
   std::vector<TierSpec> tiers;
 };
 
+/// Group shapes a cluster has already walked (mapping.cpp): shared by a cluster's copies.
+struct ShapeMemo;
+[[nodiscard]] std::shared_ptr<ShapeMemo> make_shape_memo();
+
 /// A validated cluster with per-tier figures precomputed.
 class Cluster {
  public:
@@ -79,6 +84,8 @@ class Cluster {
   /// of the server sends across at once: the least of the NIC share and the tiers' bandwidths up
   /// to k, divided by the product of the oversubscriptions up to k (they compound).
   [[nodiscard]] double bandwidth(int k) const { return bandwidth_[k]; }
+  /// Shapes that took a walk over devices, kept for the next plan that asks (thread-safe).
+  [[nodiscard]] ShapeMemo& shape_memo() const { return *shape_memo_; }
 
  private:
   ClusterSpec spec_;
@@ -86,6 +93,7 @@ class Cluster {
   int tier_count_ = 0;  ///< tiers in use: the first whose domain holds the whole cluster, +1
   std::array<std::int64_t, kMaxTiers> domain_{};
   std::array<double, kMaxTiers> bandwidth_{};
+  std::shared_ptr<ShapeMemo> shape_memo_ = make_shape_memo();
 };
 
 /// Looks a GPU up by name (presets), used by cluster files that name their GPU.

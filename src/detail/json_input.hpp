@@ -43,6 +43,10 @@ class JsonCursor {
   [[nodiscard]] double positive_or(std::string_view key, double fallback) const;
   [[nodiscard]] double non_negative_or(std::string_view key, double fallback) const;
   [[nodiscard]] std::int64_t positive_int(std::string_view key) const;
+  /// A finite number from lo to hi (physical ranges: every later product stays finite).
+  [[nodiscard]] double number_in(std::string_view key, double lo, double hi) const;
+  [[nodiscard]] double number_in_or(std::string_view key, double lo, double hi,
+                                    double fallback) const;
   [[nodiscard]] std::int64_t int_at_least_or(std::string_view key, std::int64_t min,
                                              std::int64_t fallback) const;
   [[nodiscard]] bool boolean_or(std::string_view key, bool fallback) const;
