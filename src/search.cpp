@@ -400,6 +400,7 @@ void run_workers(const Cluster& c, const Model& m, const JobSpec& j, const Calib
   std::atomic<std::int64_t> costed{0};
   auto work = [&](int t) {
     for (std::size_t i = next.fetch_add(1); i < configs.size(); i = next.fetch_add(1)) {
+      if (opt.stop && opt.stop->load(std::memory_order_relaxed)) break;
       const std::int64_t before = parts[t].evaluated;
       search_degrees(c, m, j, cal, fab, opt, configs[i], tops[t], parts[t]);
       costed.fetch_add(parts[t].evaluated - before, std::memory_order_relaxed);
@@ -444,17 +445,56 @@ std::optional<Candidate> worst_order(const Cluster& c, const Model& m, const Job
 
 }  // namespace
 
+namespace {
+
+std::int64_t upper_bound_of(const std::vector<Plan>& configs, const Model& m, const JobSpec& j,
+                            const SearchOptions& opt) {
+  std::int64_t total = 0;
+  for (const Plan& base : configs) {
+    const auto orders =
+        opt.order ? std::int64_t{1} : static_cast<std::int64_t>(distinct_orders(base).size());
+    const Choices ch = choices_for(m, j, opt, base);
+    const auto size = [](const auto& v) { return static_cast<std::int64_t>(v.size()); };
+    const std::int64_t rest = size(ch.mbs) * size(ch.vpps) * size(ch.zeros) * size(ch.sps);
+    // Full recomputation, when searched, is costed again with the fewest layers that fit.
+    const std::int64_t recomputes = size(ch.recomputes) + (opt.recompute ? 0 : 1);
+    total += orders * rest * recomputes;
+  }
+  return total;
+}
+
+}  // namespace
+
+SearchTooLarge::SearchTooLarge(std::int64_t b, std::int64_t l)
+    : InputError(fmt::format("max_plans: this search could cost up to {} plans, over the limit of "
+                             "{}; fix or cap a degree, or fix the micro-batch, order, vpp, ZeRO "
+                             "stage or recomputation",
+                             b, l)),
+      bound(b),
+      limit(l) {}
+
+std::int64_t plans_upper_bound(const Cluster& c, const Model& m, const JobSpec& j,
+                               const SearchOptions& opt) {
+  const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
+  check_options(m, opt, n, c.gpu_count());
+  Partial pre;
+  return upper_bound_of(list_degrees(m, j, opt, n, pre), m, j, opt);
+}
+
 SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
                     const SearchOptions& opt) {
   const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
   check_options(m, opt, n, c.gpu_count());
   Partial pre;
   const std::vector<Plan> configs = list_degrees(m, j, opt, n, pre);
+  const std::int64_t bound = upper_bound_of(configs, m, j, opt);
+  if (opt.max_plans > 0 && bound > opt.max_plans) throw SearchTooLarge(bound, opt.max_plans);
   const int threads = std::max(1, std::min<int>(opt.threads, static_cast<int>(configs.size())));
   std::vector<Partial> parts(static_cast<std::size_t>(threads));
   std::vector<TopK> tops;
   for (int t = 0; t < threads; ++t) tops.emplace_back(opt.top_k, opt.distinct);
   run_workers(c, m, j, cal, opt, configs, tops, parts);
+  if (opt.stop && opt.stop->load()) throw Interrupted();
 
   // Merge in a fixed order; the ranking is a total order, so the result is the same for any
   // number of threads.
@@ -470,6 +510,7 @@ SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Ca
     for (const auto& [e, cnt] : p.rejected) all.reject(e, cnt);
   }
   SearchResult r;
+  r.plans_upper_bound = bound;
   r.top = top.take();
   r.evaluated = all.evaluated;
   r.out_of_memory = all.out_of_memory;

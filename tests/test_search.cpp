@@ -81,3 +81,43 @@ TEST_CASE("when nothing fits, the closest plan is kept to explain why") {
   REQUIRE(r.closest_unfit);
   CHECK_FALSE(r.closest_unfit->eval.fits);
 }
+
+TEST_CASE("the search's size is known before it runs and bounds what it costs") {
+  const Calibration cal;
+  for (const char* model : {"llama3-70b", "mixtral-8x7b", "deepseek-v3"})
+    for (int nodes : {1, 4, 16}) {
+      INFO(model << " on " << nodes << " nodes");
+      Cluster c = test::preset_cluster("dgx-h100", nodes);
+      Model m = test::preset_model(model);
+      JobSpec j;
+      SearchOptions o;
+      const std::int64_t bound = plans_upper_bound(c, m, j, o);
+      const SearchResult r = search(c, m, j, cal, o);
+      CHECK(r.plans_upper_bound == bound);
+      CHECK(r.evaluated + r.out_of_memory <= bound);
+      CHECK(r.evaluated + r.out_of_memory > 0);
+      // A limit below the bound refuses before anything is costed, with both figures.
+      o.max_plans = bound - 1;
+      try {
+        (void)search(c, m, j, cal, o);
+        FAIL("expected SearchTooLarge");
+      } catch (const SearchTooLarge& e) {
+        CHECK(e.bound == bound);
+        CHECK(e.limit == bound - 1);
+      }
+      o.max_plans = bound;  // at the bound: runs
+      CHECK(search(c, m, j, cal, o).evaluated == r.evaluated);
+    }
+}
+
+TEST_CASE("a stop request ends the search with Interrupted, not a partial result") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  const std::atomic<bool> stop{true};
+  SearchOptions o;
+  o.stop = &stop;
+  for (int threads : {1, 2}) {
+    o.threads = threads;
+    CHECK_THROWS_AS(search(c, m, JobSpec{}, Calibration{}, o), Interrupted);
+  }
+}

@@ -1,14 +1,17 @@
 #pragma once
 /// Exhaustive search over degrees, micro-batch sizes and order strings, keeping the top K.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "topoplan/cost_model.hpp"
+#include "topoplan/error.hpp"
 
 namespace topoplan {
 
@@ -38,6 +41,10 @@ struct SearchOptions {
   /// ZeRO, recomputation, sequence parallelism, order) that is not an exact mirror.
   bool distinct = false;
   int threads = 1;  ///< worker threads; the result does not depend on it
+  /// Refuse (InputError) a search whose plans_upper_bound is above this; 0: no limit.
+  std::int64_t max_plans = 0;
+  /// Set from another thread (a signal handler) to stop the search: it throws Interrupted.
+  const std::atomic<bool>* stop = nullptr;
   /// Called on the calling thread about every 100 ms: fraction of configurations done, plans
   /// costed so far. For progress bars; may be empty.
   std::function<void(double, std::int64_t)> progress;
@@ -66,9 +73,31 @@ struct SearchResult {
   std::int64_t evaluated = 0;      ///< plans costed (communication and totals)
   std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
+  std::int64_t plans_upper_bound = 0;  ///< what the search could have costed at most
 };
 
-/// InputError if a fixed degree or micro-batch can never be valid.
+/// A search refused for its size (SearchOptions::max_plans): the figures, for a front end to say
+/// which of its flags narrow it.
+struct SearchTooLarge : InputError {
+  SearchTooLarge(std::int64_t bound, std::int64_t limit);
+  std::int64_t bound, limit;
+  /// bound x an upper figure of a plan's cost on one core (bench/: ~0.4 us per evaluation).
+  [[nodiscard]] double seconds_on_one_core() const { return static_cast<double>(bound) * 1e-6; }
+};
+
+/// The search was stopped through SearchOptions::stop.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+/// The most plans search() can cost with these options: per set of degrees, the orders times the
+/// choices (micro-batch, vpp, ZeRO, recomputation with its partial variants, sequence
+/// parallelism), before memory prunes any. Cheap: no plan is costed.
+[[nodiscard]] std::int64_t plans_upper_bound(const Cluster& c, const Model& m, const JobSpec& j,
+                                             const SearchOptions& opt);
+
+/// InputError if a fixed degree or micro-batch can never be valid, or when the search would cost
+/// more than opt.max_plans plans (the message says how to narrow it).
 [[nodiscard]] SearchResult search(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Calibration& cal, const SearchOptions& opt);
 

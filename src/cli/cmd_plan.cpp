@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <memory>
 #include <thread>
@@ -21,6 +22,7 @@ struct PlanArgs {
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, micro_batch = 0, vpp = 0, top = 10;
   int max_tp = 0, max_cp = kDefaultMaxCp, max_ep = 0, max_pp = 0;
   int threads = 0;
+  std::int64_t max_plans = 500'000'000;
   bool variants = false;
   std::string order;
 };
@@ -83,9 +85,27 @@ int run_plan(const PlanArgs& a) {
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
   if (a.choice.sp_on || a.choice.sp_off) opt.sequence_parallel = a.choice.sp_on;
   apply_stack_choices(a.in, a.choice, opt.zero, opt.sequence_parallel);
-  SearchResult r =
-      with_flag_names([&] { return search(in.cluster, in.model, in.job, in.cal, opt); });
+  if (a.max_plans < 0)
+    throw_input("--max-plans", "",
+                fmt::format("expected 0 (no limit) or a positive integer, got {}", a.max_plans));
+  opt.max_plans = a.max_plans;
+  opt.stop = &stop_requested();
+  SearchResult r = with_flag_names([&] {
+    try {
+      return search(in.cluster, in.model, in.job, in.cal, opt);
+    } catch (const SearchTooLarge& e) {
+      throw InputError(fmt::format(
+          "--max-plans: this search could cost up to {} plans (at most about {:.2g} s on one "
+          "core), over "
+          "the limit of {}; narrow it: fix a degree (--tp, --pp, --cp, --ep, --dp) or "
+          "--micro-batch, cap one (--max-tp, --max-pp, --max-cp, --max-ep), fix --order, --vpp, "
+          "--zero or --recompute; or raise --max-plans (0: no limit)",
+          e.bound, e.seconds_on_one_core(), e.limit));
+    }
+  });
   bar.finish();
+  spdlog::debug("searched: {} plans costed, {} pruned for memory, of at most {}", r.evaluated,
+                r.out_of_memory, r.plans_upper_bound);
   const RunContext ctx = in.run();
   write_output(a.out.path,
                a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
@@ -112,6 +132,10 @@ Runner register_plan(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--threads", a->threads,
                  "worker threads (default: every core); same result for any");
+  cmd.add_option("--max-plans", a->max_plans,
+                 "refuse a search that could cost more plans than this, before it runs, and say "
+                 "how to narrow it (0: no limit)")
+      ->capture_default_str();
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");

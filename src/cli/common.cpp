@@ -260,6 +260,11 @@ void throw_plan_error(PlanError e, const Resolved& r) {
   throw InputError(fields_as_flags(describe(e, r.in.cluster, r.in.model, r.in.job, r.plan)));
 }
 
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> stop{false};
+  return stop;
+}
+
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     std::cout << text << std::flush;

@@ -2,6 +2,7 @@
 /// Flags shared by the subcommands and the steps they share: load inputs, resolve the plan under
 /// test, write output. No modelling here.
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -96,6 +97,9 @@ struct Resolved {
   Plan plan;
   Mapping mapping;
 };
+
+/// Set by SIGINT/SIGTERM (main.cpp): a running search stops and nothing is written.
+[[nodiscard]] std::atomic<bool>& stop_requested();
 
 void add_input_options(CLI::App& cmd, InputOptions& o);
 /// `searched`: the help says the default is searched (plan) rather than a fixed value.

@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/search.hpp"
 
 namespace {
 
@@ -40,6 +42,15 @@ constexpr Subcommand kSubcommands[] = {
      topoplan::cli::register_calibrate},
 };
 
+/// The first Ctrl-C (or SIGTERM) asks the running search to stop: it ends within milliseconds,
+/// nothing is written, exit 130. A second one ends the process at once.
+extern "C" void on_stop_signal(int sig) {
+  if (topoplan::cli::stop_requested().exchange(true)) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +75,8 @@ int main(int argc, char** argv) {
     std::cerr << "topoplan: " << e.what() << "\n";
     return 2;
   }
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   topoplan::set_warning_sink(
       [](const std::string& m) { std::cerr << "topoplan: warning: " << m << "\n"; });
   auto log = spdlog::stderr_color_st("topoplan");
@@ -76,6 +89,9 @@ int main(int argc, char** argv) {
     } catch (const topoplan::InputError& e) {
       std::cerr << "topoplan: " << e.what() << "\n";
       return 2;
+    } catch (const topoplan::Interrupted&) {
+      std::cerr << "topoplan: interrupted; nothing written\n";
+      return 130;
     } catch (const std::exception& e) {
       std::cerr << "topoplan: internal error: " << e.what() << "\n";
       return 3;
