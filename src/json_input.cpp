@@ -25,9 +25,10 @@ std::string describe(const nlohmann::json& v) {
 nlohmann::json parse_json(const std::string& text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, column
-    // 5: syntax error ...": keep what follows the bracketed id.
+    // 5: syntax error ...": keep what follows the bracketed id. A number too large for a double
+    // (out_of_range.406, found by fuzzing) is malformed input too.
     std::string what = e.what();
     auto pos = what.find("] ");
     if (pos != std::string::npos) what = what.substr(pos + 2);

@@ -20,7 +20,9 @@ std::vector<std::string> words(const std::string& line) {
 
 bool is_device(const std::string& w, const char* prefix) {
   const std::size_t n = std::char_traits<char>::length(prefix);
-  return w.size() > n && w.compare(0, n, prefix) == 0 &&
+  // At most 6 digits: no real index or link count is larger, and std::stoi cannot overflow
+  // (found by fuzz_nvidia_smi: "NV99999999999" ended the process).
+  return w.size() > n && w.size() <= n + 6 && w.compare(0, n, prefix) == 0 &&
          std::all_of(w.begin() + static_cast<std::ptrdiff_t>(n), w.end(),
                      [](char ch) { return ch >= '0' && ch <= '9'; });
 }
