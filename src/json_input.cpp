@@ -169,19 +169,6 @@ double JsonCursor::number_in_or(std::string_view key, double lo, double hi, doub
   return number_in(key, lo, hi);
 }
 
-double JsonCursor::positive_or(std::string_view key, double fallback) const {
-  if (!has(key)) return fallback;
-  return positive(key);
-}
-
-double JsonCursor::non_negative_or(std::string_view key, double fallback) const {
-  if (!has(key)) return fallback;
-  const auto& v = member(key);
-  if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
-    fail(key, "a number >= 0");
-  return v.get<double>();
-}
-
 std::int64_t JsonCursor::positive_int(std::string_view key) const {
   if (!has(key)) throw_input(source_, path_of(key), "required field is missing");
   // A required field that is null is no value: the fallback of int_at_least_or must not apply.

@@ -96,8 +96,7 @@ int run_plan(const PlanArgs& a) {
     } catch (const SearchTooLarge& e) {
       throw InputError(fmt::format(
           "--max-plans: this search could cost up to {} plans (at most about {:.2g} s on one "
-          "core), over "
-          "the limit of {}; narrow it: fix a degree (--tp, --pp, --cp, --ep, --dp) or "
+          "core), over the limit of {}; narrow it: fix a degree (--tp, --pp, --cp, --ep, --dp) or "
           "--micro-batch, cap one (--max-tp, --max-pp, --max-cp, --max-ep), fix --order, --vpp, "
           "--zero or --recompute; or raise --max-plans (0: no limit)",
           e.bound, e.seconds_on_one_core(), e.limit));

@@ -40,8 +40,6 @@ class JsonCursor {
   [[nodiscard]] std::string string(std::string_view key) const;
   [[nodiscard]] std::optional<std::string> opt_string(std::string_view key) const;
   [[nodiscard]] double positive(std::string_view key) const;
-  [[nodiscard]] double positive_or(std::string_view key, double fallback) const;
-  [[nodiscard]] double non_negative_or(std::string_view key, double fallback) const;
   [[nodiscard]] std::int64_t positive_int(std::string_view key) const;
   /// A finite number from lo to hi (physical ranges: every later product stays finite).
   [[nodiscard]] double number_in(std::string_view key, double lo, double hi) const;
