@@ -30,8 +30,7 @@ Dtype parse_dtype(const std::string& s, const std::string& what) {
 void validate(const JobSpec& j) {
   if (j.dtype == Dtype::fp8)
     throw_input("dtype", "", "fp8 is for inference (weights and KV cache); train in bf16 or fp16");
-  // Bounded so that token counts and loops over divisors stay small: 16,777,216 (2^24).
-  constexpr std::int64_t kMax = std::int64_t{1} << 24;
+  constexpr std::int64_t kMax = kMaxJobCount;
   if (j.seq_len < 1 || j.seq_len > kMax)
     throw_input("seq_len", "",
                 fmt::format("expected a positive integer up to {}, got {}", kMax, j.seq_len));

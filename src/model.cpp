@@ -28,16 +28,19 @@ double params_upper_bound(const ModelSpec& m) {
 
 }  // namespace
 
-void validate(const ModelSpec& m, const std::string& source) {
+void validate(const ModelSpec& m, const std::string& source,
+              const std::function<std::string(std::string_view)>& key_path) {
+  auto path = [&](const char* field) { return key_path ? key_path(field) : std::string(field); };
   // Physical ranges (well above any published model) so that no product of shapes overflows.
   auto need = [&](std::int64_t v, const char* field, std::int64_t max) {
     if (v <= 0 || v > max)
-      throw_input(source, field,
+      throw_input(source, path(field),
                   fmt::format("expected a positive integer up to {}, got {}", max, v));
   };
   auto allow = [&](std::int64_t v, const char* field, std::int64_t max) {
     if (v < 0 || v > max)
-      throw_input(source, field, fmt::format("expected an integer from 0 to {}, got {}", max, v));
+      throw_input(source, path(field),
+                  fmt::format("expected an integer from 0 to {}, got {}", max, v));
   };
   need(m.hidden, "hidden_size", kMaxModelWidth);
   need(m.layers, "num_hidden_layers", kMaxModelLayers);
@@ -60,10 +63,10 @@ void validate(const ModelSpec& m, const std::string& source) {
   allow(m.v_head_dim, "v_head_dim", kMaxModelWidth);
   if (m.heads % m.kv_heads != 0)
     throw_input(
-        source, "num_key_value_heads",
+        source, path("num_key_value_heads"),
         fmt::format("expected a divisor of num_attention_heads ({}), got {}", m.heads, m.kv_heads));
   if (m.moe() && (m.top_k < 1 || m.expert_ffn < 1))
-    throw_input(source, m.top_k < 1 ? "num_experts_per_tok" : "moe_intermediate_size",
+    throw_input(source, path(m.top_k < 1 ? "num_experts_per_tok" : "moe_intermediate_size"),
                 "expected a positive integer for a mixture-of-experts model");
   const double params = params_upper_bound(m);
   if (params > kMaxModelParams)
@@ -299,9 +302,19 @@ ModelSpec parse_model_json(const std::string& text, const std::string& source) {
         "expected a Hugging Face config.json with hidden_size (Llama family) or n_embd "
         "(GPT-2 family)");
   }
-  if (m.heads % m.kv_heads != 0)
-    c.fail("num_key_value_heads", fmt::format("a divisor of num_attention_heads ({})", m.heads));
-  validate(m, source);
+  const bool gpt2_keys = c.has("n_embd");
+  validate(m, source, [&](std::string_view key) {
+    static const std::pair<std::string_view, std::string_view> kGpt2[] = {
+        {"hidden_size", "n_embd"},
+        {"num_hidden_layers", "n_layer"},
+        {"num_attention_heads", "n_head"},
+        {"num_key_value_heads", "n_head"},
+        {"intermediate_size", "n_inner"}};
+    if (gpt2_keys)
+      for (const auto& [llama, gpt2] : kGpt2)
+        if (key == llama) return c.path_of(gpt2);
+    return c.path_of(key);
+  });
   return m;
 }
 

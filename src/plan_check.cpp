@@ -36,7 +36,8 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
                       ep_rule(m.spec, ep, static_cast<std::int64_t>(p[Dim::dp]) * cp)})
     if (e != PlanError::none) return e;
   if (ep > 1 && expert_pp_mismatch(p)) return PlanError::ep_order;
-  if (p.vpp < 1 || !plan_split(p, m.spec.layers)) return PlanError::pp_layers;
+  if (p.vpp < 1 || (p.vpp > 1 && p[Dim::pp] < 2) || !plan_split(p, m.spec.layers))
+    return PlanError::pp_layers;
   if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
@@ -93,6 +94,9 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
     case PlanError::tp_ffn:
       return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name, m.spec.ffn);
     case PlanError::pp_layers:
+      if (p.vpp > 1 && p[Dim::pp] < 2)
+        return fmt::format("vpp: interleaving ({} model chunks per rank) needs pp >= 2, got pp {}",
+                           p.vpp, p[Dim::pp]);
       if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
         return fmt::format(
             "pp: {} layers on the first stage and {} on the last leave no equal "

@@ -167,6 +167,18 @@ TEST_CASE("the rank table and the launcher formats follow their documented synta
                  "init_device_mesh(\"cuda\", (2, 2, 8), mesh_dim_names=(\"pp\", \"dp\", \"tp\"))"));
 }
 
+TEST_CASE("Megatron-LM arguments pasted from a script: quotes and line continuations") {
+  const std::string script =
+      "--tensor-model-parallel-size 4 \\\n  --pipeline-model-parallel-size=2 \\\n"
+      "  --data-path '/data/my corpus' --tokenizer-type \"GPT2BPETokenizer\" --micro-batch-size 2";
+  ImportedPlan p = parse_megatron_args(script, "args");
+  CHECK(p.plan[Dim::tp] == 4);
+  CHECK(p.plan[Dim::pp] == 2);
+  CHECK(p.plan.micro_batch == 2);
+  CHECK_THROWS_WITH(parse_megatron_args("--data-path 'a b", "args"),
+                    "args: expected a closing ' quote");
+}
+
 TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called out") {
   Cluster c = test::preset_cluster("dgx-h100", 4);
   Model m = test::preset_model("llama3-8b");

@@ -28,6 +28,10 @@ struct JobSpec {
 /// Parsers for flag values; InputError names `what` (the flag) on a bad value.
 [[nodiscard]] Dtype parse_dtype(const std::string& s, const std::string& what);
 /// Checks ranges; InputError names the flag.
+/// Sequence lengths, batches and token counts are bounded so that token counts and loops over
+/// divisors stay small: 16,777,216 (2^24).
+inline constexpr std::int64_t kMaxJobCount = std::int64_t{1} << 24;
+
 void validate(const JobSpec& j);
 
 }  // namespace topoplan

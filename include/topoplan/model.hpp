@@ -2,7 +2,9 @@
 /// A transformer's shape, read from a Hugging Face config.json (Llama-family or GPT-2 keys),
 /// and the parameter and FLOP counts derived from it by counting every matrix multiply.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace topoplan {
 
@@ -81,8 +83,10 @@ inline constexpr std::int64_t kMaxModelFfn = std::int64_t{1} << 24;
 inline constexpr std::int64_t kMaxModelLayers = 16384;
 inline constexpr double kMaxModelParams = 1e15;
 
-/// Validates a spec; InputError names `source` and the field.
-void validate(const ModelSpec& m, const std::string& source);
+/// Validates a spec; InputError names `source` and the field by its Hugging Face (Llama-family)
+/// key, or by what `key_path` maps that key to (the file's own key and JSON path).
+void validate(const ModelSpec& m, const std::string& source,
+              const std::function<std::string(std::string_view)>& key_path = {});
 [[nodiscard]] ModelCounts count(const ModelSpec& m);
 /// Model FLOPs (no recomputation) per token, forward + backward, for sequence length s.
 [[nodiscard]] double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s);

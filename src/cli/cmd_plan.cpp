@@ -51,8 +51,6 @@ int run_inference_plan(const PlanArgs& a) {
 }
 
 int run_plan(const PlanArgs& a) {
-  if (a.top < 1)
-    throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   reject_unused_flags(a.in, a.inf.enabled);
   if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
@@ -66,18 +64,17 @@ int run_plan(const PlanArgs& a) {
   opt.max[Dim::cp] = a.max_cp;
   opt.max[Dim::ep] = a.max_ep;
   opt.max[Dim::pp] = a.max_pp;
-  for (Dim d : kDefaultOrder)
-    if (opt.max[d] < 0)
-      throw_input("--max-tp/--max-cp/--max-ep/--max-pp", "", "expected a positive integer");
   opt.threads = a.threads > 0 ? a.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar;
   if (bar.enabled()) opt.progress = [&bar](double f, std::int64_t n) { bar.update(f, n); };
+  if (a.micro_batch > in.job.global_batch)
+    throw_input("--micro-batch", "",
+                fmt::format("expected at most the global batch ({} sequences), got {}",
+                            in.job.global_batch, a.micro_batch));
   opt.micro_batch = a.micro_batch;
   opt.vpp = a.vpp;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
-  if (a.top < 1)
-    throw_input("--top", "", fmt::format("expected a positive integer, got {}", a.top));
   opt.top_k = a.top;
   opt.distinct = !a.variants;
   opt.zero = a.choice.zero;

@@ -5,14 +5,90 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "topoplan/error.hpp"
 #include "topoplan/presets.hpp"
 
 namespace topoplan::cli {
+
+namespace {
+
+CLI::Validator positive_up_to(long long max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        long long v = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc{} && stop == end && v >= 1 && v <= max) return {};
+        const bool number =
+            (ec == std::errc{} || ec == std::errc::result_out_of_range) && stop == end;
+        return fmt::format("expected a positive integer up to {}, got {}", max,
+                           number ? text : "'" + text + "'");
+      },
+      "");
+}
+
+}  // namespace
+
+void require_positive_counts(CLI::App& cmd) {
+  // Tokens and sequences as the job's own bound; degrees and servers as the cluster's GPUs.
+  static constexpr const char* kTokenFlags[] = {"--seq-len",    "--global-batch", "--prompt-len",
+                                                "--output-len", "--batch",        "--micro-batch"};
+  static constexpr const char* kGpuFlags[] = {"--nodes",
+                                              "--gpus",
+                                              "--tp",
+                                              "--pp",
+                                              "--dp",
+                                              "--cp",
+                                              "--ep",
+                                              "--vpp",
+                                              "--max-tp",
+                                              "--max-pp",
+                                              "--max-cp",
+                                              "--max-ep",
+                                              "--threads",
+                                              "--recompute-layers",
+                                              "--first-stage-layers",
+                                              "--last-stage-layers"};
+  for (const char* flag : kTokenFlags)
+    if (CLI::Option* o = cmd.get_option_no_throw(flag)) o->check(positive_up_to(kMaxJobCount));
+  for (const char* flag : kGpuFlags)
+    if (CLI::Option* o = cmd.get_option_no_throw(flag)) o->check(positive_up_to(Cluster::kMaxGpus));
+  if (CLI::Option* o = cmd.get_option_no_throw("--top"))
+    o->check(positive_up_to(std::numeric_limits<int>::max()));
+}
+
+std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  // CLI11 says "Could not convert: --flag = value" and "--flag: value not in {a,b}"; say what the
+  // flag takes instead.
+  static constexpr std::string_view kConvert = "Could not convert: ";
+  const std::string what = e.what();
+  const auto not_in = what.find(" not in {");
+  const auto colon = what.find(": ");
+  if (not_in != std::string::npos && colon < not_in && what.ends_with("}")) {
+    std::string choices = what.substr(not_in + 9, what.size() - not_in - 10);
+    for (std::size_t i = 0; (i = choices.find(',', i)) != std::string::npos; i += 2)
+      choices.replace(i, 1, ", ");
+    return fmt::format("{}: expected one of {}, got '{}'", what.substr(0, colon), choices,
+                       what.substr(colon + 2, not_in - colon - 2));
+  }
+  const auto eq = what.find(" = ");
+  if (!what.starts_with(kConvert) || eq == std::string::npos) return what;
+  const std::string flag = what.substr(kConvert.size(), eq - kConvert.size());
+  std::string expected = "a number";
+  std::vector<const CLI::App*> apps{&app};
+  for (std::size_t i = 0; i < apps.size(); ++i) {
+    for (const CLI::App* sub : apps[i]->get_subcommands()) apps.push_back(sub);
+    if (const CLI::Option* o = apps[i]->get_option_no_throw(flag))
+      if (o->get_type_name().find("INT") != std::string::npos) expected = "an integer";
+  }
+  return fmt::format("{}: expected {}, got '{}'", flag, expected, what.substr(eq + 3));
+}
 
 void add_input_options(CLI::App& cmd, InputOptions& o) {
   o.cmd = &cmd;
@@ -113,7 +189,7 @@ void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
 
 InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
   InferenceJob j;
-  constexpr std::int64_t kMax = std::int64_t{1} << 24;  // tokens and sequences, as training's
+  constexpr std::int64_t kMax = kMaxJobCount;  // tokens and sequences, as training's
   for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len},
                          std::pair{"--output-len", o.output_len}, std::pair{"--batch", o.batch}})
     if (v < 1 || v > kMax)

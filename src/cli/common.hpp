@@ -18,6 +18,15 @@
 
 namespace topoplan::cli {
 
+/// Attaches the one rule for count flags (--nodes, degrees, sizes, lengths, --threads, --top):
+/// a whole number from 1 up to a physical bound (tokens and sequences: 2^24; degrees, servers and
+/// threads: 2^20, the GPUs a cluster may have), checked on the text before any conversion, so
+/// `--tp 0`, `--tp -2` and `--seq-len 4k` all give "<flag>: expected a positive integer ...".
+void require_positive_counts(CLI::App& cmd);
+
+/// A flag parse error rephrased in topoplan's form ("--flag: expected ..., got ...").
+[[nodiscard]] std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e);
+
 struct InputOptions {
   std::string cluster = "dgx-h100";
   int nodes = 0;  ///< 0: the preset's own

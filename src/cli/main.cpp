@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   for (const auto& s : kSubcommands) {
     CLI::App* cmd = app.add_subcommand(s.name, s.help);
     runners.emplace_back(cmd, s.add(*cmd));
+    topoplan::cli::require_positive_counts(*cmd);
+    for (CLI::App* nested : cmd->get_subcommands({}))
+      topoplan::cli::require_positive_counts(*nested);
   }
   try {
     app.parse(argc, argv);
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "topoplan: " << e.what() << "\n";
+    std::cerr << "topoplan: " << topoplan::cli::describe_parse_error(app, e) << "\n";
     return 2;
   }
   std::signal(SIGINT, on_stop_signal);

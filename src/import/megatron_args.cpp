@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <sstream>
@@ -20,14 +21,43 @@ int positive(const std::string& flag, const std::string& value, const std::strin
   return v;
 }
 
-/// Words split on white space, "--flag=value" as two.
-std::vector<std::string> tokenize(const std::string& args) {
+/// Words split the way a shell splits a training script's arguments: on white space outside
+/// quotes, '...' and "..." kept whole, a backslash escaping the next character (and a backslash
+/// before a line break joining the lines); "--flag=value" as two.
+std::vector<std::string> tokenize(const std::string& args, const std::string& source) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const char ch = args[i];
+    if (quote) {
+      if (ch == quote)
+        quote = 0;
+      else if (ch == '\\' && quote == '"' && i + 1 < args.size())
+        word += args[++i];
+      else
+        word += ch;
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      in_word = true;
+    } else if (ch == '\\' && i + 1 < args.size()) {
+      if (args[++i] != '\n') word += args[i], in_word = true;
+    } else if (std::isspace(static_cast<unsigned char>(ch))) {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += ch;
+      in_word = true;
+    }
+  }
+  if (quote) throw_input(source, "", fmt::format("expected a closing {} quote", quote));
+  if (in_word) words.push_back(std::move(word));
   std::vector<std::string> tok;
-  std::istringstream in(args);
-  std::string t;
-  while (in >> t) {
-    auto eq = t.find('=');
-    if (t.rfind("--", 0) == 0 && eq != std::string::npos) {
+  for (const std::string& t : words) {
+    const auto eq = t.find('=');
+    if (t.starts_with("--") && eq != std::string::npos) {
       tok.push_back(t.substr(0, eq));
       tok.push_back(t.substr(eq + 1));
     } else {
@@ -72,7 +102,7 @@ bool read_model_flag(const std::string& f, const std::function<const std::string
 }  // namespace
 
 ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
-  const std::vector<std::string> tok = tokenize(args);
+  const std::vector<std::string> tok = tokenize(args, source);
   ImportedPlan out;
   out.dp_given = false;
   out.plan.zero = 0;

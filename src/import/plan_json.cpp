@@ -40,6 +40,48 @@ void read_specs(const detail::JsonCursor& c, ImportedPlan& out) {
   }
 }
 
+/// The keys of a topoplan.plan/v1 object (README "JSON output"): what topoplan writes is read
+/// back without a warning; anything else is named, with the closest key.
+void warn_unknown_plan_keys(const detail::JsonCursor& c) {
+  c.warn_unknown_keys({"schema",
+                       "model",
+                       "cluster",
+                       "gpu",
+                       "nodes",
+                       "gpus",
+                       "cluster_spec",
+                       "model_spec",
+                       "job",
+                       "tp",
+                       "cp",
+                       "ep",
+                       "dp",
+                       "pp",
+                       "micro_batch",
+                       "vpp",
+                       "microbatches",
+                       "order",
+                       "zero",
+                       "recompute",
+                       "sequence_parallel",
+                       "recompute_layers",
+                       "first_stage_layers",
+                       "last_stage_layers",
+                       "fits",
+                       "infeasible_reason",
+                       "step_time_s",
+                       "tokens_per_s",
+                       "model_tflops_per_gpu",
+                       "mfu",
+                       "memory_gib_per_gpu",
+                       "breakdown",
+                       "compute_split",
+                       "communication",
+                       "memory_gib",
+                       "source",
+                       "note"});
+}
+
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("seq_len")) out.seq_len = c.positive_int("seq_len");
   if (c.has("global_batch")) out.global_batch = c.positive_int("global_batch");
@@ -68,11 +110,17 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   } else if (schema != "topoplan.plan/v1") {
     top.fail("schema", "\"topoplan.plan/v1\", \"topoplan.search/v1\" or \"topoplan.ranks/v1\"");
   }
+  warn_unknown_plan_keys(c);
   read_plan_fields(c, out);
   if (c.has("cluster")) out.cluster = c.string("cluster");
   if (c.has("model")) out.model = c.string("model");
   if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
-  if (c.has("job")) read_job(c.at("job"), out);
+  if (c.has("job")) {
+    const auto job = c.at("job");
+    job.warn_unknown_keys({"seq_len", "global_batch", "dtype", "flash_attention", "tp_comm_overlap",
+                           "overlap_grad_reduce", "overlap_p2p"});
+    read_job(job, out);
+  }
   read_specs(c, out);
   return out;
 }
