@@ -83,6 +83,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", true);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", false);
   j.overlap_p2p = jc.boolean_or("overlap_p2p", true);
+  j.flexible_pipeline_layout = jc.boolean_or("flexible_pipeline_layout", false);
   auto pc = r.at("plan");
   SearchOptions opt;
   opt.fixed[Dim::tp] = static_cast<int>(pc.positive_int("tp"));

@@ -19,8 +19,16 @@ const char* to_string(Dim d) { return detail::name_of(kDimNames, d); }
 
 std::int64_t StageLayers::max() const { return std::max({first, middle, last}); }
 
-std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp) {
+std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp, bool flexible) {
   if (pp < 1 || vpp < 1 || layers < static_cast<std::int64_t>(pp) * vpp) return std::nullopt;
+  if (flexible && vpp > 1 && pp > 1) {
+    // The split without a layout string when there is one (its first stage is the lighter),
+    // else the vpp-1 split.
+    if (auto classic = pipeline_split(layers, pp, vpp)) return classic;
+    auto s = pipeline_split(layers, pp, 1);
+    if (!s || s->first < vpp || s->last < vpp || (pp > 2 && s->middle < vpp)) return std::nullopt;
+    return s;
+  }
   if (layers % (static_cast<std::int64_t>(pp) * vpp) == 0) {
     const std::int64_t n = layers / pp;
     return StageLayers{n, n, n};
@@ -49,6 +57,10 @@ std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp) 
   return std::nullopt;
 }
 
+std::int64_t chunk_layers(std::int64_t stage_layers, int vpp, int chunk) {
+  return stage_layers / vpp + (chunk < stage_layers % vpp ? 1 : 0);
+}
+
 StageLayers stage_layers(std::int64_t layers, int pp) {
   return pipeline_split(layers, pp, 1).value_or(StageLayers{layers, layers, layers});
 }
@@ -60,16 +72,17 @@ StageLayers split_of(const Plan& p, std::int64_t layers) {
 std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   const int pp = p[Dim::pp];
   if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)
-    return pipeline_split(layers, pp, p.vpp);
+    return pipeline_split(layers, pp, p.vpp, p.flexible_layout);
   const std::int64_t f = p.first_stage_layers, l = p.last_stage_layers, v = p.vpp;
-  if (pp < 2 || f < 1 || l < 1 || f % v != 0 || l % v != 0) return std::nullopt;
+  // Each stage's layers: a multiple of vpp, or (flexible layout) at least vpp.
+  auto fits = [&](std::int64_t n) { return p.flexible_layout ? n >= v : n >= v && n % v == 0; };
+  if (pp < 2 || !fits(f) || !fits(l)) return std::nullopt;
   if (pp == 2) {
     if (f + l != layers) return std::nullopt;
     return StageLayers{f, 0, l};
   }
   const std::int64_t rest = layers - f - l;
-  if (rest < (pp - 2) * v || rest % (pp - 2) != 0 || (rest / (pp - 2)) % v != 0)
-    return std::nullopt;
+  if (rest < (pp - 2) * v || rest % (pp - 2) != 0 || !fits(rest / (pp - 2))) return std::nullopt;
   return StageLayers{f, rest / (pp - 2), l};
 }
 

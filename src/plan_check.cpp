@@ -103,10 +103,14 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
             "share of {}'s {} layers for the other {} stages{}",
             p.first_stage_layers, p.last_stage_layers, m.spec.name, m.spec.layers, p[Dim::pp] - 2,
             p.vpp > 1 ? fmt::format(" in multiples of vpp {}", p.vpp) : "");
+      if (p.vpp > 1 && p.flexible_layout)
+        return fmt::format("vpp: {}'s {} layers over pp {} leave a stage fewer than vpp {} layers",
+                           m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
       if (p.vpp > 1)
         return fmt::format(
             "vpp: no split of {}'s {} layers over pp {} gives every stage a "
-            "multiple of vpp {} layers",
+            "multiple of vpp {} layers (this stack has no layout flag like Megatron-core's "
+            "--pipeline-model-parallel-layout)",
             m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
       return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
                          m.spec.layers);

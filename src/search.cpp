@@ -207,7 +207,7 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   } else {
     vpps = {1};
     for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers && v <= kMaxSearchedVpp; ++v)
-      if (pipeline_split(m.spec.layers, pp, static_cast<int>(v)))
+      if (pipeline_split(m.spec.layers, pp, static_cast<int>(v), j.flexible_pipeline_layout))
         vpps.push_back(static_cast<int>(v));
   }
   if (opt.zero >= 0)
@@ -267,6 +267,7 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
                     const Fabric& fab, const SearchOptions& opt, const Plan& base_in, TopK& top,
                     Partial& out) {
   Plan base = base_in;
+  base.flexible_layout = j.flexible_pipeline_layout;
   const std::vector<Order> orders = orders_to_cost(opt, base, out);
   if (orders.empty()) return;
   LazyShapes shapes(c, base_in, orders);

@@ -12,12 +12,12 @@ namespace {
 // clang-format off
 // What each stack is and where its settings come from: the README's table (--stack).
 constexpr std::array<SoftwareStack, 5> kStacks{{
-    // name            flash  tp ovl  grad ovl  pp ovl  ZeRO  sequence parallel
-    {"megatron-core",  true,  false,  true,     true,   -1,   std::nullopt},
-    {"megatron-2021",  false, false,  false,    false,  0,    false},
-    {"nemo",           true,  true,   true,     true,   1,    true},
-    {"torchtitan",     true,  false,  true,     true,   3,    true},
-    {"deepspeed",      true,  false,  true,     false,  1,    false},
+    // name            flash  tp ovl  grad ovl  pp ovl  ZeRO  sequence parallel  flexible layout
+    {"megatron-core",  true,  false,  true,     true,   -1,   std::nullopt,      true},
+    {"megatron-2021",  false, false,  false,    false,  0,    false,             false},
+    {"nemo",           true,  true,   true,     true,   1,    true,              false},
+    {"torchtitan",     true,  false,  true,     true,   3,    true,              false},
+    {"deepspeed",      true,  false,  true,     false,  1,    false,             false},
 }};
 // clang-format on
 

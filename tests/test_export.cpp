@@ -179,6 +179,40 @@ TEST_CASE("Megatron-LM arguments pasted from a script: quotes and line continuat
                     "args: expected a closing ' quote");
 }
 
+TEST_CASE("a flexible pipeline layout exports as Megatron-core's layout string and reads back") {
+  Cluster c = test::preset_cluster("dgx-h100", 1024);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 2048;
+  RunContext run{c, m, j, Calibration{}};
+  Plan p = make(8, 1, 1, 64, 16, kDefaultOrder);
+  p.vpp = 3;
+  p.flexible_layout = true;  // 7, 8 x 14, 7 layers: no stage a multiple of 3
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  // 48 virtual stages, rank 0's first chunk with the embedding, rank 15's last with the loss.
+  CHECK_THAT(text, Catch::Contains("--pipeline-model-parallel-layout \"Ettt|ttt|"));
+  CHECK_THAT(text, Catch::Contains("|tt|ttL\""));
+  CHECK_THAT(text, !Catch::Contains("--num-virtual-stages-per-pipeline-rank"));
+  ImportedPlan back =
+      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  REQUIRE(back.layout.size() == 48);
+  Plan q = back.plan;
+  apply_layer_choices(back, 126, q);
+  CHECK(q.vpp == 3);
+  CHECK(q.flexible_layout);
+  const auto split = plan_split(q, 126);
+  REQUIRE(split);
+  CHECK((split->first == 7 && split->middle == 8 && split->last == 7));
+  CHECK_THROWS_WITH(parse_megatron_args("--pipeline-model-parallel-layout 'Et*3|(tt|)*x'", "a"),
+                    Catch::Contains("expected a repeat count after '*'"));
+  ImportedPlan repeat = parse_megatron_args(
+      "--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*3|(tt|)*6,t|L'", "a");
+  CHECK(repeat.layout == std::vector<std::int64_t>{3, 2, 2, 2, 2, 2, 2, 1, 0});
+}
+
 TEST_CASE("Megatron-LM arguments round-trip, and non-Megatron orders are called out") {
   Cluster c = test::preset_cluster("dgx-h100", 4);
   Model m = test::preset_model("llama3-8b");

@@ -167,6 +167,39 @@ TEST_CASE("pipeline splits: uneven with interleaving, as Megatron-LM's first/las
   REQUIRE(plan_split(p, 126));
   p.first_stage_layers = p.last_stage_layers = 7;  // odd counts cannot make 2 chunks
   CHECK_FALSE(plan_split(p, 126));
+  p.flexible_layout = true;  // ... unless the stack takes a layout string (chunks of 4 and 3)
+  REQUIRE(plan_split(p, 126));
+}
+
+TEST_CASE("flexible pipeline layouts: interleaving without a multiple of vpp per stage") {
+  // Megatron-core's --pipeline-model-parallel-layout: 126 layers over pp 16 keep the vpp-1 split
+  // (7, 8 x 14, 7) for vpp 3 to 7, each stage's chunks differing by at most a layer; vpp 2 keeps
+  // the split that needs no layout string (6, 8 x 14, 8).
+  const auto two = pipeline_split(126, 16, 2, true);
+  REQUIRE(two);
+  CHECK((two->first == 6 && two->last == 8));
+  for (int vpp : {3, 4, 7}) {
+    const auto s = pipeline_split(126, 16, vpp, true);
+    REQUIRE(s);
+    CHECK((s->first == 7 && s->middle == 8 && s->last == 7));
+    std::int64_t sum = 0, most = 0, least = 8;
+    for (int c = 0; c < vpp; ++c) {
+      sum += chunk_layers(s->middle, vpp, c);
+      most = std::max(most, chunk_layers(s->middle, vpp, c));
+      least = std::min(least, chunk_layers(s->middle, vpp, c));
+    }
+    CHECK(sum == 8);
+    CHECK(most - least <= 1);
+  }
+  CHECK_FALSE(pipeline_split(126, 16, 8, true));  // the first stage's 7 layers make no 8 chunks
+  CHECK_FALSE(pipeline_split(126, 16, 4));        // without the layout flag: as Megatron-LM
+  // Evaluate's rule: the split a flexible plan runs with is the vpp-1 one.
+  Plan p = plan(8, 1, 1, 16, 64);
+  p.vpp = 4;
+  CHECK_FALSE(plan_split(p, 126));
+  p.flexible_layout = true;
+  REQUIRE(plan_split(p, 126));
+  CHECK(plan_split(p, 126)->first == 7);
 }
 
 namespace {
@@ -230,8 +263,9 @@ TEST_CASE("partial recomputation: only as many layers per stage as memory needs"
   CHECK(best.plan.recompute_layers < 8);
   CHECK(best.plan.recompute_layers % best.plan.vpp == 0);
   CHECK(best.eval.fits);
-  Plan fewer = best.plan;  // one chunk fewer does not fit
+  Plan fewer = best.plan;  // one chunk fewer does not fit (none at all, from one layer a chunk)
   fewer.recompute_layers -= best.plan.vpp;
+  if (fewer.recompute_layers == 0) fewer.recompute = Recompute::none;
   CHECK_FALSE(prepare(c, m, j, fewer, Calibration{}).fits);
   Plan all = best.plan;
   all.recompute_layers = 0;

@@ -19,8 +19,11 @@ struct JobSpec {
   bool tp_comm_overlap = false;     ///< TP collectives overlapped with matmuls (userbuffers)
   bool overlap_grad_reduce = true;  ///< DP reduction overlapped with the backward pass
   bool overlap_p2p = true;          ///< PP sends overlapped with compute in the steady state
-  int gpus = 0;                     ///< GPUs to use (0: the whole cluster)
-  double memory_headroom = 0;       ///< fraction of GPU memory kept free (0-0.9)
+  /// Interleaved pipeline stages need not hold a multiple of vpp layers (the stack has
+  /// Megatron-core's --pipeline-model-parallel-layout); plans take it as Plan::flexible_layout.
+  bool flexible_pipeline_layout = true;
+  int gpus = 0;                ///< GPUs to use (0: the whole cluster)
+  double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };
 
 [[nodiscard]] double dtype_bytes(Dtype d);

@@ -54,6 +54,9 @@ struct Plan {
   /// default split, pipeline_split). The middle stages share the rest equally.
   std::int64_t first_stage_layers = 0;
   std::int64_t last_stage_layers = 0;
+  /// Megatron-core's --pipeline-model-parallel-layout: with interleaving, a stage's layers need
+  /// not be a multiple of vpp (its model chunks differ by a layer); set from the software stack.
+  bool flexible_layout = false;
 
   [[nodiscard]] int operator[](Dim d) const { return degree[d]; }
   [[nodiscard]] int& operator[](Dim d) { return degree[d]; }
@@ -74,7 +77,13 @@ struct StageLayers {
 /// the rest, the first taking the smaller part (it keeps the most microbatches in flight); each
 /// a multiple of vpp. pp dividing the layers into multiples of vpp gives the even split.
 /// nullopt when no such split exists (more stages than layers; chunks that cannot be equal).
-[[nodiscard]] std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp = 1);
+/// `flexible` (a stack with Megatron-core's layout flag): that split when it exists, else the
+/// vpp-1 split, each stage holding at least vpp layers, its chunks as equal as the count allows.
+[[nodiscard]] std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp = 1,
+                                                        bool flexible = false);
+/// Layers in each of a stage's `vpp` model chunks, in chunk order (the first ones take the
+/// extra layer when the count does not divide).
+[[nodiscard]] std::int64_t chunk_layers(std::int64_t stage_layers, int vpp, int chunk);
 /// The default split for vpp 1 (always exists for pp <= layers).
 [[nodiscard]] StageLayers stage_layers(std::int64_t layers, int pp);
 

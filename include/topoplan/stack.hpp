@@ -16,6 +16,9 @@ struct SoftwareStack {
   bool overlap_p2p;          ///< PP sends overlapped in the steady state
   int zero;  ///< optimizer/gradient/weight sharding the stack uses (ZeRO stage); -1: searched
   std::optional<bool> sequence_parallel;  ///< with TP > 1; nullopt: searched
+  /// Interleaved stages whose layers are not a multiple of vpp (Megatron-core's
+  /// --pipeline-model-parallel-layout).
+  bool flexible_pipeline_layout;
 };
 
 /// The stacks, in the order the README lists them; the first is the default.

@@ -60,14 +60,16 @@ int run_presets(const OutputOptions& out) {
       text += "\n";
     }
     text += "stacks (--stack NAME; explicit flags win):\n";
-    text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<5} {}\n", "name", "flash",
-                        "tp overlap", "grad overlap", "pp overlap", "ZeRO", "sequence parallel");
+    text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", "name", "flash",
+                        "tp overlap", "grad overlap", "pp overlap", "ZeRO", "sequence parallel",
+                        "pipeline layout");
     auto yn = [](bool b) { return b ? "on" : "off"; };
     for (const auto& s : software_stacks())
-      text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<5} {}\n", s.name,
+      text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", s.name,
                           yn(s.flash_attention), yn(s.tp_comm_overlap), yn(s.overlap_grad_reduce),
                           yn(s.overlap_p2p), s.zero < 0 ? "searched" : std::to_string(s.zero),
-                          s.sequence_parallel ? yn(*s.sequence_parallel) : "searched");
+                          s.sequence_parallel ? yn(*s.sequence_parallel) : "searched",
+                          s.flexible_pipeline_layout ? "flexible" : "multiples of vpp");
   }
   write_output(out.path, text);
   return 0;

@@ -251,6 +251,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
+  job.flexible_pipeline_layout = st.flexible_pipeline_layout;
   if (o.gpus < 0)
     throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
   job.gpus = o.gpus;

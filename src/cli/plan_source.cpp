@@ -88,6 +88,8 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
         fmt::format("{} GPUs, but the cluster has {}", in.job.gpus, in.cluster.gpu_count()));
   const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p = imp ? imp->plan : plan_from_flags(po);
+  // The stack decides; Megatron-LM arguments with a layout string bring their own.
+  p.flexible_layout = in.job.flexible_pipeline_layout || p.flexible_layout;
   if (!imp) {
     std::optional<bool> sp;
     apply_stack_choices(io, po.choice, p.zero, sp);

@@ -70,6 +70,27 @@ std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
 
 }  // namespace
 
+namespace {
+
+/// Megatron-core's --pipeline-model-parallel-layout for a split whose stages are not multiples
+/// of vpp: virtual stage c x pp + i is chunk c of rank i, its layers as t, the embedding E on the
+/// first and the loss L on the last.
+std::string pipeline_layout(const Plan& p, const StageLayers& split) {
+  const int pp = p[Dim::pp];
+  std::string out;
+  for (int c = 0; c < p.vpp; ++c)
+    for (int i = 0; i < pp; ++i) {
+      const std::int64_t stage = i == 0 ? split.first : i == pp - 1 ? split.last : split.middle;
+      if (!out.empty()) out += '|';
+      if (c == 0 && i == 0) out += 'E';
+      out += std::string(static_cast<std::size_t>(chunk_layers(stage, p.vpp, c)), 't');
+      if (c == p.vpp - 1 && i == pp - 1) out += 'L';
+    }
+  return out;
+}
+
+}  // namespace
+
 std::string export_megatron_args(const ExportContext& x) {
   const Plan& p = x.plan;
   const JobSpec& j = x.run.job;
@@ -85,12 +106,18 @@ std::string export_megatron_args(const ExportContext& x) {
       to_string(j.dtype));
   // Virtual stages by their current name (older Megatron-LM: --num-layers-per-virtual-pipeline-
   // stage layers / (pp x vpp)); an uneven split names the first and last stages' layers.
-  if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
   const StageLayers split = split_of(p, x.run.model.spec.layers);
-  if (!split.even())
-    args +=
-        fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-                    split.first, split.last);
+  const bool needs_layout =
+      split.first % p.vpp != 0 || split.middle % p.vpp != 0 || split.last % p.vpp != 0;
+  if (needs_layout) {
+    args += fmt::format(" --pipeline-model-parallel-layout \"{}\"", pipeline_layout(p, split));
+  } else {
+    if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
+    if (!split.even())
+      args += fmt::format(
+          " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+          split.first, split.last);
+  }
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";

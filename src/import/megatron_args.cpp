@@ -84,6 +84,52 @@ bool is_shape_flag(const std::string& f) {
   return false;
 }
 
+/// Megatron-core's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L"): virtual stages split
+/// by '|', "X*n" and "(...)*n" repeat, t is a decoder layer, E/L the embedding and loss (m, an
+/// MTP layer, is not modelled). Returns decoder layers per virtual stage.
+std::vector<std::int64_t> parse_layout(const std::string& text, const std::string& source) {
+  const std::string flag = "--pipeline-model-parallel-layout";
+  auto fail = [&](const std::string& what) {
+    throw_input(source, flag, fmt::format("expected {}, got '{}'", what, text));
+  };
+  // Expands repeats, innermost first; each expansion is bounded by the layers it may produce.
+  std::string s = text;
+  for (int guard = 0; guard < 64; ++guard) {
+    const auto star = s.find('*');
+    if (star == std::string::npos) break;
+    std::size_t begin = star, end = star + 1;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    if (end == star + 1 || end - star > 6) fail("a repeat count after '*'");
+    const int n = std::stoi(s.substr(star + 1, end - star - 1));
+    std::string unit;
+    if (star > 0 && s[star - 1] == ')') {
+      const auto open = s.rfind('(', star - 1);
+      if (open == std::string::npos) fail("'(' before ')*n'");
+      unit = s.substr(open + 1, star - 2 - open);
+      begin = open;
+    } else if (star > 0) {
+      unit = s.substr(star - 1, 1);
+      begin = star - 1;
+    } else {
+      fail("a layer or a group before '*'");
+    }
+    std::string repeated;
+    for (int k = 0; k < n && repeated.size() < 1'000'000; ++k) repeated += unit;
+    if (repeated.size() >= 1'000'000) fail("a layout of at most a million entries");
+    s = s.substr(0, begin) + repeated + s.substr(end);
+  }
+  std::vector<std::int64_t> stages{0};
+  for (char ch : s) {
+    if (ch == '|')
+      stages.push_back(0);
+    else if (ch == 't')
+      ++stages.back();
+    else if (ch != 'E' && ch != 'L' && ch != ',' && !std::isspace(static_cast<unsigned char>(ch)))
+      fail("virtual stages of t (decoder layers), E and L, split by '|'");
+  }
+  return stages;
+}
+
 /// The model's shape and the uneven pipeline split; false for another flag.
 bool read_model_flag(const std::string& f, const std::function<const std::string&()>& value,
                      const std::string& source, ImportedPlan& out) {
@@ -91,6 +137,8 @@ bool read_model_flag(const std::string& f, const std::function<const std::string
     out.first_stage_layers = positive(f, value(), source);
   } else if (f == "--decoder-last-pipeline-num-layers") {
     out.last_stage_layers = positive(f, value(), source);
+  } else if (f == "--pipeline-model-parallel-layout") {
+    out.layout = parse_layout(value(), source);
   } else if (is_shape_flag(f)) {
     out.model_shape.emplace_back(f, positive(f, value(), source));
   } else {
@@ -185,20 +233,56 @@ void check_against_model(const ImportedPlan& imp, const ModelSpec& m, const std:
   }
 }
 
+namespace {
+
+/// A layout string's split: vpp from its virtual stages, the first and last stages' layers.
+void apply_layout(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
+  const std::string flag = "--pipeline-model-parallel-layout";
+  const int pp = p[Dim::pp];
+  const auto n = static_cast<std::int64_t>(imp.layout.size());
+  if (n % pp != 0)
+    throw_input("--megatron-args", flag,
+                fmt::format("expected a multiple of pp {} virtual stages, got {}", pp, n));
+  std::vector<std::int64_t> stage(static_cast<std::size_t>(pp), 0);
+  std::int64_t total = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    stage[static_cast<std::size_t>(k % pp)] += imp.layout[static_cast<std::size_t>(k)];
+    total += imp.layout[static_cast<std::size_t>(k)];
+  }
+  if (total != layers)
+    throw_input("--megatron-args", flag,
+                fmt::format("expected the model's {} decoder layers, got {}", layers, total));
+  for (int i = 2; i < pp - 1; ++i)
+    if (stage[static_cast<std::size_t>(i)] != stage[1])
+      throw_input("--megatron-args", flag,
+                  fmt::format("expected the middle pipeline stages to hold equal layers (topoplan "
+                              "models that split), got {} and {}",
+                              stage[1], stage[static_cast<std::size_t>(i)]));
+  p.vpp = static_cast<int>(n / pp);
+  p.flexible_layout = true;
+  p.first_stage_layers = stage.front();
+  p.last_stage_layers = stage.back();
+}
+
+}  // namespace
+
 void apply_layer_choices(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
+  if (!imp.layout.empty()) apply_layout(imp, layers, p);
   if (p.recompute == Recompute::full && imp.recompute_block && imp.recompute_num_layers)
     p.recompute_layers = *imp.recompute_num_layers * p.vpp;
-  if (!imp.first_stage_layers && !imp.last_stage_layers) return;
+  if (imp.layout.empty() && !imp.first_stage_layers && !imp.last_stage_layers) return;
   // Megatron-LM gives the stages without a count an equal share of the rest.
   const int pp = p[Dim::pp];
   const std::int64_t given = imp.first_stage_layers.value_or(0) + imp.last_stage_layers.value_or(0);
   const int others = pp - (imp.first_stage_layers ? 1 : 0) - (imp.last_stage_layers ? 1 : 0);
   const std::int64_t share =
       others > 0 && (layers - given) % others == 0 ? (layers - given) / others : 0;
-  p.first_stage_layers = imp.first_stage_layers.value_or(share);
-  p.last_stage_layers = imp.last_stage_layers.value_or(share);
+  if (imp.layout.empty()) {
+    p.first_stage_layers = imp.first_stage_layers.value_or(share);
+    p.last_stage_layers = imp.last_stage_layers.value_or(share);
+  }
   // The split topoplan picks by default is recorded as the default, not as an explicit one.
-  const auto dflt = pipeline_split(layers, pp, p.vpp);
+  const auto dflt = pipeline_split(layers, pp, p.vpp, p.flexible_layout);
   if (dflt && dflt->first == p.first_stage_layers && dflt->last == p.last_stage_layers)
     p.first_stage_layers = p.last_stage_layers = 0;
 }

@@ -30,6 +30,9 @@ struct ImportedPlan {
   /// They must agree with the model being planned.
   std::vector<std::pair<std::string, std::int64_t>> model_shape;
   std::optional<std::int64_t> first_stage_layers, last_stage_layers;  ///< uneven pipeline split
+  /// --pipeline-model-parallel-layout: decoder layers per virtual stage, in Megatron's order
+  /// (virtual stage c x pp + i is chunk c of pipeline rank i).
+  std::vector<std::int64_t> layout;
   bool recompute_block = false;             ///< Megatron --recompute-method block
   std::optional<int> recompute_num_layers;  ///< per model chunk
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
