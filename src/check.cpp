@@ -206,4 +206,13 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   return r;
 }
 
+std::vector<Dim> failing_tier_dims(const CheckResult& r) {
+  std::vector<Dim> out;
+  for (const Finding& f : r.findings)
+    for (Dim d : {Dim::tp, Dim::cp, Dim::ep})
+      if (f.severity == Severity::error && f.rule == std::string(to_string(d)) + "-tier")
+        out.push_back(d);
+  return out;
+}
+
 }  // namespace topoplan

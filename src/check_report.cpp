@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "detail/markup.hpp"
 #include "detail/report_json.hpp"
 #include "topoplan/report.hpp"
 
@@ -36,20 +37,7 @@ std::string github_escape(const std::string& s) {
   return out;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
+using detail::xml_escape;
 
 }  // namespace
 

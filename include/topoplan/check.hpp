@@ -63,6 +63,9 @@ struct CheckResult {
   [[nodiscard]] bool passed() const;  ///< no error-severity finding
 };
 
+/// The dimensions whose tier rule (tp-tier, cp-tier, ep-tier) failed: pictures mark their groups.
+[[nodiscard]] std::vector<Dim> failing_tier_dims(const CheckResult& r);
+
 /// Runs every rule on one plan placed by `mapping`.
 [[nodiscard]] CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
                                     const CheckOptions& opt);

@@ -4,7 +4,9 @@
 
 #include "cli/common.hpp"
 #include "topoplan/check_report.hpp"
+#include "topoplan/cluster_svg.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/html_report.hpp"
 
 namespace topoplan::cli {
 namespace {
@@ -34,6 +36,8 @@ int run_check_cmd(const CheckArgs& a) {
   CheckResult res;
   std::string text;
   if (a.inf.enabled) {
+    if (f == "html" || f == "svg")
+      throw_input("--format", "", fmt::format("{}: applies to training checks only", f));
     InferenceJob job = inference_job(io, a.inf);
     InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
     res = run_inference_check(ctx, r.plan, r.mapping, a.rules);
@@ -42,6 +46,13 @@ int run_check_cmd(const CheckArgs& a) {
     const RunContext ctx = r.in.run();
     res = run_check(ctx, r.plan, r.mapping, a.rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
+    if (f == "html") text = check_html(ctx, res, r.mapping);
+    if (f == "svg" && res.eval) {
+      const std::vector<Dim> failing = failing_tier_dims(res);
+      text = draw_cluster(ctx.cluster, res.plan, r.mapping,
+                          dim_to_show(res.plan, *res.eval, failing), failing)
+                 .svg;
+    }
   }
   if (f == "github") text = check_github(res);
   if (f == "junit") text = check_junit(res);
@@ -64,7 +75,7 @@ Runner register_check(CLI::App& cmd) {
                  "the tier rules fire only when the order they suggest is faster by more than "
                  "this fraction")
       ->capture_default_str();
-  add_output_options(cmd, a->out, {"text", "json", "github", "junit"});
+  add_output_options(cmd, a->out, {"text", "json", "github", "junit", "html", "svg"});
   return [a] { return run_check_cmd(*a); };
 }
 

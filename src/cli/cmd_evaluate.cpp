@@ -1,7 +1,11 @@
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "cli/common.hpp"
+#include "topoplan/cluster_svg.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/html_report.hpp"
 #include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
 
@@ -16,6 +20,8 @@ struct EvaluateArgs {
 };
 
 int run_inference_evaluate(const EvaluateArgs& a) {
+  if (a.out.format == "html" || a.out.format == "svg")
+    throw_input("--format", "", fmt::format("{}: applies to training plans only", a.out.format));
   InputOptions io = a.in;
   io.inference = true;
   Resolved r = resolve_plan(io, a.plan);
@@ -37,8 +43,13 @@ int run_evaluate(const EvaluateArgs& a) {
   if (err != PlanError::none) throw_plan_error(err, r);
   Evaluation e = evaluate(r.in.cluster, r.in.model, r.in.job, r.plan, r.mapping, r.in.cal);
   const RunContext ctx = r.in.run();
-  write_output(a.out.path, a.out.format == "json" ? evaluation_json(ctx, r.plan, e)
-                                                  : evaluation_text(ctx, r.plan, e));
+  const std::string& f = a.out.format;
+  write_output(a.out.path,
+               f == "json"   ? evaluation_json(ctx, r.plan, e)
+               : f == "html" ? evaluation_html(ctx, r.plan, r.mapping, e)
+               : f == "svg"
+                   ? draw_cluster(ctx.cluster, r.plan, r.mapping, dim_to_show(r.plan, e)).svg
+                   : evaluation_text(ctx, r.plan, e));
   return 0;
 }
 
@@ -47,7 +58,7 @@ int run_evaluate(const EvaluateArgs& a) {
 Runner register_evaluate(CLI::App& cmd) {
   auto a = std::make_shared<EvaluateArgs>();
   add_plan_under_test_options(cmd, a->in, a->plan, &a->inf);
-  add_output_options(cmd, a->out, {"table", "json"});
+  add_output_options(cmd, a->out, {"table", "json", "html", "svg"});
   return [a] { return run_evaluate(*a); };
 }
 

@@ -7,6 +7,7 @@
 #include "cli/common.hpp"
 #include "cli/progress.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/html_report.hpp"
 #include "topoplan/inference_report.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/search.hpp"
@@ -52,6 +53,8 @@ int run_inference_plan(const PlanArgs& a) {
 
 int run_plan(const PlanArgs& a) {
   reject_unused_flags(a.in, a.inf.enabled);
+  if (a.inf.enabled && a.out.format == "html")
+    throw_input("--format", "", "html: applies to training plans only");
   if (a.inf.enabled) return run_inference_plan(a);
   Inputs in = load_inputs(a.in);
   SearchOptions opt;
@@ -103,8 +106,9 @@ int run_plan(const PlanArgs& a) {
   spdlog::debug("searched: {} plans costed, {} pruned for memory, of at most {}", r.evaluated,
                 r.out_of_memory, r.plans_upper_bound);
   const RunContext ctx = in.run();
-  write_output(a.out.path,
-               a.out.format == "json" ? plan_report_json(ctx, r) : plan_report_text(ctx, r));
+  write_output(a.out.path, a.out.format == "json"   ? plan_report_json(ctx, r)
+                           : a.out.format == "html" ? plan_report_html(ctx, r)
+                                                    : plan_report_text(ctx, r));
   return r.top.empty() ? 1 : 0;
 }
 
@@ -140,7 +144,7 @@ Runner register_plan(CLI::App& cmd) {
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
   cmd.add_flag("--variants", a->variants,
                "list every variant, not only the best of each degrees and micro-batch");
-  add_output_options(cmd, a->out, {"table", "json"});
+  add_output_options(cmd, a->out, {"table", "json", "html"});
   return [a] { return run_plan(*a); };
 }
 
