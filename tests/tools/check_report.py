@@ -177,6 +177,10 @@ def check_render(binary, examples):
         for name, order in ORDERS.items():
             page, shot = os.path.join(d, f"{name}.html"), os.path.join(d, f"{name}.png")
             run(binary, "check", *ARGS, "--order", order, "--format", "html", "-o", page)
+            with open(page, encoding="utf-8") as f:
+                cells = f.read().count('<g class="gpu')
+            if cells != 128:
+                problems.append(f"{name}: the page has {cells} GPU cells, expected 128")
             subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                             "--hide-scrollbars", "--window-size=1280,2000",
                             f"--screenshot={shot}", f"file://{page}"],
