@@ -21,8 +21,9 @@ declare -A seeds=(
   [plan]="tests/golden/*.out"
   [megatron]=""
   [nvidia_smi]="tests/data/nvidia-smi/* tests/data/bad/smi-*.txt"
+  [nccl_tests]="tests/data/nccl-tests/*"
 )
-for parser in cluster model calibration ranks plan megatron nvidia_smi; do
+for parser in cluster model calibration ranks plan megatron nvidia_smi nccl_tests; do
   dir="$seed_dir/$parser"
   mkdir -p "$dir"
   for f in ${seeds[$parser]}; do

@@ -1,11 +1,16 @@
-// Importers: nvidia-smi topo -m (issue 10).
+// Importers: nvidia-smi topo -m and nccl-tests logs (issue 10).
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/import/nccl_tests.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
+#include "topoplan/nccl_fit.hpp"
+#include "topoplan/presets.hpp"
 
 using namespace topoplan;
 
@@ -74,4 +79,110 @@ TEST_CASE("nvidia-smi topo -m: malformed matrices are one clear line naming the 
         "GPU0");
   CHECK(err("smi-short-row.txt") ==
         "smi-short-row.txt: line 4: expected 16 cells after GPU1, got 4 (a truncated matrix?)");
+}
+
+namespace {
+
+/// nccl-tests output (2.13+ layout) for an all-reduce whose time is exactly latency + bus
+/// bytes / bus bandwidth: the log a cluster with those two figures would print.
+std::string synthetic_all_reduce(int ranks, int hosts, double latency_s, double busbw) {
+  std::string text = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 4(factor)\n#\n";
+  text += "# Using devices\n";
+  for (int r = 0; r < ranks; ++r)
+    text += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on node{:02d} device {:2d} [0x00] H100\n",
+                        r, 1000 + r, r / (ranks / hosts), r % (ranks / hosts));
+  text +=
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+      "     time   algbw   busbw #wrong\n";
+  const double factor = 2.0 * (ranks - 1) / ranks;
+  for (double s = 8; s <= 8589934592.0; s *= 4) {
+    const double t = latency_s + s * factor / busbw;
+    text += fmt::format(
+        "{:12.0f} {:13.0f} float sum -1 {:8.2f} {:7.2f} {:7.2f} 0 {:8.2f} {:7.2f} "
+        "{:7.2f} 0\n",
+        s, s / 4, t * 1e6, s / t / 1e9, s * factor / t / 1e9, t * 1e6, s / t / 1e9,
+        s * factor / t / 1e9);
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests: the real 2.13 layout and the older one parse every row") {
+  const NcclTestLog real = parse_nccl_tests(data("nccl-tests/a3mega-2x8-h100-all_reduce_perf.txt"),
+                                            "a3mega-2x8-h100-all_reduce_perf.txt");
+  CHECK(real.rows.size() == 31);
+  CHECK(real.ranks == 16);
+  CHECK(real.nodes == 2);
+  CHECK(real.op == NcclOp::all_reduce);
+  CHECK(real.rows.back().bytes == 8589934592.0);
+  CHECK(real.rows.back().time_s == Approx(47535e-6));
+  CHECK(real.rows.back().busbw == Approx(338.82e9));
+  // Without the name, busbw / algbw = 2(n-1)/n tells an all-reduce.
+  CHECK(parse_nccl_tests(data("nccl-tests/a3mega-2x8-h100-all_reduce_perf.txt"), "log.txt").op ==
+        NcclOp::all_reduce);
+  const NcclTestLog old = parse_nccl_tests(data("nccl-tests/old-layout-8xa100-all_reduce_perf.txt"),
+                                           "old.txt", "all_reduce");
+  CHECK(old.rows.size() == 10);
+  CHECK(old.ranks == 8);
+  CHECK(old.nodes == 1);
+  CHECK(old.rows.front().time_s == Approx(33.70e-6));
+}
+
+TEST_CASE("nccl-tests: a log made from known latency and bandwidth gives them back within 5%") {
+  struct Case {
+    int ranks, hosts;
+    double latency_s, busbw;
+    const char* key;
+  };
+  for (const Case k : {Case{8, 1, 25e-6, 360e9, "link.nvlink4.bw_fraction"},
+                       Case{16, 2, 60e-6, 300e9, "link.infiniband.bw_fraction"},
+                       Case{32, 4, 90e-6, 250e9, "link.infiniband.bw_fraction"}}) {
+    CAPTURE(k.ranks, k.hosts);
+    const std::string text = synthetic_all_reduce(k.ranks, k.hosts, k.latency_s, k.busbw);
+    Calibration cal;
+    const ClusterSpec spec = load_cluster("dgx-h100", "test");
+    const auto fits = fit_nccl_tests(spec, cal, {parse_nccl_tests(text, "all_reduce_perf.txt")});
+    REQUIRE(fits.size() == 1);
+    const NcclFit& f = fits.front();
+    CHECK(f.tier == (k.hosts == 1 ? 0 : 1));
+    const NcclFitRow& smallest = f.rows.front();
+    const NcclFitRow& largest = f.rows.back();
+    const double factor = 2.0 * (k.ranks - 1) / k.ranks;
+    CHECK(smallest.predicted_s == Approx(k.latency_s).epsilon(0.05));
+    CHECK(largest.bytes * factor / largest.predicted_s == Approx(k.busbw).epsilon(0.05));
+    bool named = false;
+    for (const auto& [key, value] : f.constants) named = named || key == k.key;
+    CHECK(named);
+    // The constants written reproduce the fit when read back as a calibration file.
+    Calibration again;
+    apply_calibration_json(nccl_fit_calibration_json(fits), "fit.json", again);
+    CHECK(again.links[static_cast<std::size_t>(f.link)].bw_fraction ==
+          Approx(cal.links[static_cast<std::size_t>(f.link)].bw_fraction).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("nccl-tests: malformed logs are one clear line naming the line") {
+  const std::string good = synthetic_all_reduce(8, 1, 25e-6, 360e9);
+  auto message = [](const std::string& text) {
+    try {
+      (void)parse_nccl_tests(text, "log.txt", "all_reduce");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto header = good.find("#       size");
+  CHECK(message(good.substr(0, header)) ==
+        "log.txt: expected nccl-tests output: no column header ('#  size  count  type ...')");
+  const auto last = good.rfind('\n', good.size() - 2);
+  CHECK_THAT(message(good.substr(0, last + 20)),
+             Catch::StartsWith("log.txt: line ") && Catch::Contains("expected at least 9 columns"));
+  std::string bad_time = good;
+  bad_time.replace(bad_time.find(" 0.02 "), 6, " fast ");
+  CHECK(message(bad_time) ==
+        "log.txt: line 16: algbw (GB/s): expected a non-negative number, got 'fast'");
+  std::string twice = good;
+  twice.replace(twice.find("Rank  1"), 7, "Rank  0");
+  CHECK(message(twice) == "log.txt: line 5: rank 0 is listed twice");
 }

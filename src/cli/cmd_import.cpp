@@ -1,11 +1,14 @@
 // `topoplan import nvidia-smi FILE`: a cluster file from what a user can paste from a server.
+// `topoplan import nccl-tests FILE...`: link constants fitted to the user's own nccl-tests logs.
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "cli/common.hpp"
 #include "detail/json_input.hpp"
+#include "topoplan/import/nccl_tests.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
+#include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/units.hpp"
 
@@ -22,6 +25,52 @@ struct ImportArgs {
   std::string name = "imported";
   OutputOptions out;
 };
+
+struct NcclArgs {
+  CLI::App* cmd = nullptr;
+  std::vector<std::string> files;
+  std::string cluster = "dgx-h100";
+  std::string calibration;  ///< constants to start from
+  std::string collective;   ///< empty: from each file
+  OutputOptions out;
+};
+
+std::string nccl_report(const std::string& cluster, const std::vector<NcclFit>& fits) {
+  std::string text = fmt::format("topoplan import nccl-tests: {} log{} on {}\n", fits.size(),
+                                 fits.size() == 1 ? "" : "s", cluster);
+  for (const auto& f : fits) {
+    std::string fitted;
+    for (const auto& [key, value] : f.constants)
+      fitted += fmt::format("{}{} {:.4g}", fitted.empty() ? "" : ", ", key, value);
+    text += fmt::format(
+        "\n{}: {}, {} ranks on {} host{}, spanning tier {} ({}); busbw {:.1f} GB/s on the "
+        "largest messages, {:.1f} us on the smallest\nfitted: {}\n{:>14} {:>12} {:>12} "
+        "{:>8}\n",
+        f.source, to_string(f.op), f.ranks, f.nodes, f.nodes == 1 ? "" : "s", f.tier,
+        to_string(f.link), f.busbw / 1e9, f.small_time * 1e6, fitted, "size (B)", "measured us",
+        "predicted us", "error");
+    for (const auto& r : f.rows)
+      text += fmt::format("{:>14.0f} {:>12.2f} {:>12.2f} {:>+7.1f}%\n", r.bytes, r.measured_s * 1e6,
+                          r.predicted_s * 1e6, 100 * (r.predicted_s - r.measured_s) / r.measured_s);
+  }
+  text +=
+      "\nwrite the constants with --format json -o FILE and use them with plan/evaluate "
+      "--calibration FILE\n";
+  return text;
+}
+
+int run_nccl_tests(const NcclArgs& a) {
+  Calibration cal;
+  if (!a.calibration.empty()) apply_calibration_file(a.calibration, cal);
+  const ClusterSpec spec = load_cluster(a.cluster, "--cluster");
+  std::vector<NcclTestLog> logs;
+  for (const auto& f : a.files)
+    logs.push_back(parse_nccl_tests(detail::read_text_file(f), f, a.collective));
+  const std::vector<NcclFit> fits = fit_nccl_tests(spec, cal, std::move(logs));
+  write_output(a.out.path, a.out.format == "json" ? nccl_fit_calibration_json(fits)
+                                                  : nccl_report(spec.name, fits));
+  return 0;
+}
 
 int run_import(const ImportArgs& a) {
   if (a.nodes < 1)
@@ -60,7 +109,19 @@ Runner register_import(CLI::App& cmd) {
                      "InfiniBand tier at the NIC share)");
   a->smi->add_option("--name", a->name, "the cluster's name")->capture_default_str();
   add_output_options(*a->smi, a->out, {"json"});
-  return [a] { return run_import(*a); };
+  auto n = std::make_shared<NcclArgs>();
+  n->cmd = cmd.add_subcommand("nccl-tests",
+                              "link constants fitted to nccl-tests logs (all_reduce_perf, ...)");
+  n->cmd->add_option("files", n->files, "nccl-tests output files, inside a server and across")
+      ->required();
+  n->cmd->add_option("--cluster", n->cluster, "the cluster they were measured on (preset or file)")
+      ->capture_default_str();
+  n->cmd->add_option("--calibration", n->calibration, "constants to start from (JSON)");
+  n->cmd->add_option("--collective", n->collective,
+                     "all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (default: "
+                     "from each file's name, else its busbw/algbw)");
+  add_output_options(*n->cmd, n->out, {"table", "json"});
+  return [a, n] { return n->cmd->parsed() ? run_nccl_tests(*n) : run_import(*a); };
 }
 
 }  // namespace topoplan::cli
