@@ -92,21 +92,19 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   return out;
 }
 
-namespace {
-
 /// What a constant may be set to, by its unit: efficiencies and line-rate fractions divide, so
 /// they are above 0; times up to 10 s; counts and sizes finite and modest.
-std::pair<double, double> allowed_range(const CalibrationEntry& e) {
+std::pair<double, double> calibration_range(const CalibrationEntry& e) {
   const bool divides = e.key.find("efficiency") != std::string::npos ||
                        e.key.ends_with(".bw_fraction") || e.key == "dp_bucket_params";
   const double lo = divides ? 1e-6 : 0;
+  // In-switch reduction delivers more bus bandwidth than the line rate (the switch adds).
+  if (e.key.ends_with(".nvls_bw_fraction")) return {0, 4};
   if (e.unit.starts_with("fraction")) return {lo, 1};
   if (e.unit.starts_with("us")) return {0, 1e7};
   if (e.unit == "0 or 1") return {0, 1};
   return {lo, 1e12};
 }
-
-}  // namespace
 
 void apply_calibration_json(const std::string& text, const std::string& source, Calibration& c) {
   auto doc = detail::parse_json(text, source);
@@ -125,7 +123,7 @@ void apply_calibration_json(const std::string& text, const std::string& source, 
                      "; topoplan calibrate --constants lists the keys");
       continue;
     }
-    const auto [lo, hi] = allowed_range(*e);
+    const auto [lo, hi] = calibration_range(*e);
     if (!value.is_number() || !(value.get<double>() >= lo && value.get<double>() <= hi))
       throw_input(source, key,
                   fmt::format("expected a number from {:g} to {:g} ({}), got {}", lo, hi, e->unit,

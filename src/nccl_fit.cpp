@@ -117,6 +117,9 @@ NcclFit fit_one(const ClusterSpec& base, Calibration& cal, const NcclTestLog& lo
     lc.nvls_bw_fraction = median(nvls);
     fit.constants.emplace_back(key + "nvls_bw_fraction", lc.nvls_bw_fraction);
   } else {
+    // Above the line rate the model's topology is wrong for this log (more NICs, say); the
+    // ceiling keeps the file loadable and the residuals show the rest.
+    lc.bw_fraction = std::min(lc.bw_fraction, 1.0);
     fit.constants.emplace_back(key + "bw_fraction", lc.bw_fraction);
     // A single-server all-reduce at ring speed where the model would pick NVLS: the log shows
     // NVLS is not in use (NCCL_NVLS_ENABLE=0, or no NVSwitch support), so the fit turns it off.

@@ -162,6 +162,15 @@ TEST_CASE("nccl-tests: a log made from known latency and bandwidth gives them ba
   }
 }
 
+TEST_CASE("calibration files take NVLS above the line rate, as the defaults have it") {
+  // In-switch reduction delivers more bus bandwidth than the links (the default is 1.084).
+  Calibration cal;
+  apply_calibration_json(R"({"link.nvlink4.nvls_bw_fraction": 1.084})", "c.json", cal);
+  CHECK(cal.links[static_cast<std::size_t>(Link::nvlink4)].nvls_bw_fraction == 1.084);
+  CHECK_THROWS_WITH(apply_calibration_json(R"({"link.nvlink4.bw_fraction": 1.2})", "c.json", cal),
+                    Catch::Contains("expected a number from 1e-06 to 1"));
+}
+
 TEST_CASE("nccl-tests: malformed logs are one clear line naming the line") {
   const std::string good = synthetic_all_reduce(8, 1, 25e-6, 360e9);
   auto message = [](const std::string& text) {

@@ -3,6 +3,7 @@
 /// `--calibration FILE` overrides any of them by key.
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topoplan/topology.hpp"
@@ -82,6 +83,10 @@ struct CalibrationEntry {
 
 /// Every constant, in table order (the README's calibration table is this list).
 [[nodiscard]] std::vector<CalibrationEntry> calibration_entries(Calibration& c);
+
+/// The values a constant may take (in the table's unit): efficiencies and line-rate fractions
+/// above 0 and at most 1 (NVLS up to 4), times up to 10 s, counts and sizes finite.
+[[nodiscard]] std::pair<double, double> calibration_range(const CalibrationEntry& e);
 
 /// Overrides constants from a JSON object {"key": value, ...} with keys from the table, values
 /// in the table's units. InputError names the file and the key.

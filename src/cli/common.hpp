@@ -165,5 +165,7 @@ Runner register_presets(CLI::App& cmd);
 Runner register_calibrate(CLI::App& cmd);
 Runner register_model(CLI::App& cmd);
 Runner register_import(CLI::App& cmd);
+Runner register_validate(CLI::App& cmd);
+Runner register_schema(CLI::App& cmd);
 
 }  // namespace topoplan::cli
