@@ -22,8 +22,9 @@ declare -A seeds=(
   [megatron]=""
   [nvidia_smi]="tests/data/nvidia-smi/* tests/data/bad/smi-*.txt"
   [nccl_tests]="tests/data/nccl-tests/*"
+  [nccl_xml]="tests/data/nccl-xml/*"
 )
-for parser in cluster model calibration ranks plan megatron nvidia_smi nccl_tests; do
+for parser in cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml; do
   dir="$seed_dir/$parser"
   mkdir -p "$dir"
   for f in ${seeds[$parser]}; do

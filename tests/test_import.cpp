@@ -1,4 +1,4 @@
-// Importers: nvidia-smi topo -m and nccl-tests logs (issue 10).
+// Importers: nvidia-smi topo -m, NCCL topology dumps and nccl-tests logs (issue 10).
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/import/nccl_tests.hpp"
+#include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
 #include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
@@ -194,4 +195,55 @@ TEST_CASE("nccl-tests: malformed logs are one clear line naming the line") {
   std::string twice = good;
   twice.replace(twice.find("Rank  1"), 7, "Rank  0");
   CHECK(message(twice) == "log.txt: line 5: rank 0 is listed twice");
+}
+
+TEST_CASE("NCCL topology dumps: NVSwitch, peer-to-peer and PCIe servers") {
+  const NcclXmlTopology h100 = parse_nccl_topo_xml(data("nccl-xml/dgx-h100.xml"), "h.xml");
+  CHECK(h100.matrix.gpus == 8);
+  CHECK(h100.sm == 90);
+  CHECK(h100.nvswitch);
+  CHECK(h100.matrix.nics.size() == 8);
+  CHECK(h100.nic_speed_Mbps == 400000);
+  CHECK(h100.matrix.min_nvlinks() == 18);  // 5 + 5 + 4 + 4 to the switches: NV18 every pair
+  CHECK(gpu_preset_for_sm(h100.sm) == "h100-sxm");
+  const NcclXmlTopology p2p = parse_nccl_topo_xml(data("nccl-xml/hgx-a100-4gpu-p2p.xml"), "p.xml");
+  CHECK(p2p.matrix.gpus == 4);
+  CHECK_FALSE(p2p.nvswitch);
+  CHECK(p2p.matrix.nvlinks[0][3] == 4);
+  CHECK(p2p.matrix.min_nvlinks() == 4);
+  const NcclXmlTopology pcie = parse_nccl_topo_xml(data("nccl-xml/pcie-4gpu.xml"), "c.xml");
+  CHECK(pcie.matrix.gpus == 4);
+  CHECK(pcie.matrix.min_nvlinks() == 0);
+  // The server tier the matrix gives: 18 x 25 GB/s, 4 x 25, PCIe.
+  SmiClusterOptions opt;
+  CHECK(cluster_from_smi(h100.matrix, load_gpu("h100-sxm", "t"), opt).tiers[0].bandwidth ==
+        Approx(450e9));
+  CHECK(cluster_from_smi(p2p.matrix, load_gpu("a100-80gb", "t"), opt).tiers[0].bandwidth ==
+        Approx(100e9));
+  CHECK(cluster_from_smi(pcie.matrix, load_gpu("a100-80gb", "t"), opt).tiers[0].link == Link::pcie);
+}
+
+TEST_CASE("NCCL topology dumps: malformed ones are one clear line naming the line") {
+  auto message = [](const std::string& text) {
+    try {
+      (void)parse_nccl_topo_xml(text, "t.xml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string gpu = "<pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\" rank=\"0\">";
+  CHECK(message("<system>\n" + gpu + "\n</pci></gpu></system>") ==
+        "t.xml: line 3: expected </gpu>, got </pci>");
+  CHECK(message("<system>\n" + gpu + "</gpu>\n") == "t.xml: line 2: <pci> is never closed");
+  CHECK(message("<system>" + gpu + "</gpu></pci>\n" + gpu + "</gpu></pci></system>") ==
+        "t.xml: line 2: GPU 0000:01:00.0 is listed twice");
+  CHECK(message("<system>" + gpu + "\n<nvlink target=\"x\" count=\"many\" tclass=\"0x068000\"/>") ==
+        "t.xml: line 2: <nvlink> count: expected an integer from 1 to 100000, got 'many'");
+  CHECK(message("<nvidia-smi/>") == "t.xml: expected an NCCL topology dump: no <system> element");
+  CHECK(message("<system></system>") == "t.xml: no <gpu> element in the dump");
+  CHECK(message("<system>" + gpu + "<nvlink target=\"0000:99:00.0\" count=\"4\" " +
+                "tclass=\"0x030200\"/></gpu></pci></system>") ==
+        "t.xml: line 1: <nvlink> target 0000:99:00.0: expected the bus id of a GPU in the dump");
+  CHECK(message("<system><gpu dev=\"0\" sm=\"90\"") == "t.xml: line 1: expected the end of <gpu>");
 }

@@ -7,6 +7,7 @@
 #include "cli/common.hpp"
 #include "detail/json_input.hpp"
 #include "topoplan/import/nccl_tests.hpp"
+#include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
 #include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
@@ -16,7 +17,8 @@ namespace topoplan::cli {
 namespace {
 
 struct ImportArgs {
-  CLI::App* smi = nullptr;
+  CLI::App* cmd = nullptr;
+  bool xml = false;  ///< an NCCL topology dump, not nvidia-smi topo -m
   std::string file;
   std::string gpu = "h100-sxm";
   int nodes = 1;
@@ -72,21 +74,39 @@ int run_nccl_tests(const NcclArgs& a) {
   return 0;
 }
 
+/// The server's matrix from the file, and the GPU and NIC speed the flags or the dump give.
+SmiTopology read_server(const ImportArgs& a, std::string& gpu, double& nic_gbps) {
+  const std::string text = detail::read_text_file(a.file);
+  if (!a.xml) return parse_nvidia_smi_topo(text, a.file);
+  const NcclXmlTopology x = parse_nccl_topo_xml(text, a.file);
+  const bool gpu_given = a.cmd->get_option("--gpu")->count() > 0;
+  if (!gpu_given) gpu = gpu_preset_for_sm(x.sm);
+  if (gpu.empty())
+    throw_input("--gpu", "",
+                fmt::format("the dump's GPUs (sm {}) match no preset: name one (a preset or a GPU "
+                            "file)",
+                            x.sm));
+  if (a.cmd->get_option("--nic-gbps")->count() == 0 && x.nic_speed_Mbps > 0)
+    nic_gbps = x.nic_speed_Mbps / 1000;
+  return x.matrix;
+}
+
 int run_import(const ImportArgs& a) {
-  if (a.nodes < 1)
-    throw_input("--nodes", "", fmt::format("expected a positive integer, got {}", a.nodes));
   if (!(a.nic_gbps > 0))
     throw_input("--nic-gbps", "", fmt::format("expected a positive number, got {}", a.nic_gbps));
-  const SmiTopology t = parse_nvidia_smi_topo(detail::read_text_file(a.file), a.file);
+  std::string gpu = a.gpu;
+  double nic_gbps = a.nic_gbps;
+  const SmiTopology t = read_server(a, gpu, nic_gbps);
   SmiClusterOptions opt;
   opt.name = a.name;
   opt.nodes = a.nodes;
-  opt.nic_bandwidth = units::from_Gbps(a.nic_gbps);
+  opt.nic_bandwidth = units::from_Gbps(nic_gbps);
   if (!a.network.empty()) {
     const ClusterSpec preset = load_cluster(a.network, "--network");
     opt.network.assign(preset.tiers.begin() + 1, preset.tiers.end());
   }
-  ClusterSpec s = cluster_from_smi(t, load_gpu(a.gpu, "--gpu"), opt);
+  ClusterSpec s = cluster_from_smi(t, load_gpu(gpu, "--gpu"), opt);
+  if (a.xml) s.source = "imported from an NCCL topology dump (NCCL_TOPO_DUMP_FILE)";
   const Cluster checked(s, a.file);  // the same validation plan applies
   (void)checked;
   write_output(a.out.path, cluster_json(s) + "\n");
@@ -96,19 +116,33 @@ int run_import(const ImportArgs& a) {
 }  // namespace
 
 Runner register_import(CLI::App& cmd) {
-  auto a = std::make_shared<ImportArgs>();
-  cmd.require_subcommand(1);
-  a->smi = cmd.add_subcommand("nvidia-smi", "a cluster file from `nvidia-smi topo -m` output");
-  a->smi->add_option("file", a->file, "the saved output of nvidia-smi topo -m")->required();
-  a->smi->add_option("--gpu", a->gpu, "the GPU preset of the server")->capture_default_str();
-  a->smi->add_option("--nodes", a->nodes, "servers in the cluster")->capture_default_str();
-  a->smi->add_option("--nic-gbps", a->nic_gbps, "line rate of each NIC, Gb/s")
-      ->capture_default_str();
-  a->smi->add_option("--network", a->network,
-                     "a cluster preset whose tiers above the server to use (default: one "
-                     "InfiniBand tier at the NIC share)");
-  a->smi->add_option("--name", a->name, "the cluster's name")->capture_default_str();
-  add_output_options(*a->smi, a->out, {"json"});
+  auto server_import = [&](const char* name, const char* help, const char* file_help, bool xml) {
+    auto a = std::make_shared<ImportArgs>();
+    a->xml = xml;
+    a->cmd = cmd.add_subcommand(name, help);
+    a->cmd->add_option("file", a->file, file_help)->required();
+    a->cmd
+        ->add_option("--gpu", a->gpu,
+                     xml ? "the GPU preset or file (default: from the dump's sm)"
+                         : "the GPU preset of the server")
+        ->capture_default_str();
+    a->cmd->add_option("--nodes", a->nodes, "servers in the cluster")->capture_default_str();
+    a->cmd
+        ->add_option("--nic-gbps", a->nic_gbps,
+                     xml ? "line rate of each NIC, Gb/s (default: the dump's net speed)"
+                         : "line rate of each NIC, Gb/s")
+        ->capture_default_str();
+    a->cmd->add_option("--network", a->network,
+                       "a cluster preset whose tiers above the server to use (default: one "
+                       "InfiniBand tier at the NIC share)");
+    a->cmd->add_option("--name", a->name, "the cluster's name")->capture_default_str();
+    add_output_options(*a->cmd, a->out, {"json"});
+    return a;
+  };
+  auto smi = server_import("nvidia-smi", "a cluster file from `nvidia-smi topo -m` output",
+                           "the saved output of nvidia-smi topo -m", false);
+  auto xml = server_import("nccl-xml", "a cluster file from an NCCL topology dump",
+                           "the file NCCL_TOPO_DUMP_FILE wrote", true);
   auto n = std::make_shared<NcclArgs>();
   n->cmd = cmd.add_subcommand("nccl-tests",
                               "link constants fitted to nccl-tests logs (all_reduce_perf, ...)");
@@ -121,7 +155,10 @@ Runner register_import(CLI::App& cmd) {
                      "all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (default: "
                      "from each file's name, else its busbw/algbw)");
   add_output_options(*n->cmd, n->out, {"table", "json"});
-  return [a, n] { return n->cmd->parsed() ? run_nccl_tests(*n) : run_import(*a); };
+  return [smi, xml, n] {
+    if (n->cmd->parsed()) return run_nccl_tests(*n);
+    return run_import(xml->cmd->parsed() ? *xml : *smi);
+  };
 }
 
 }  // namespace topoplan::cli

@@ -1,6 +1,6 @@
 /// libFuzzer target for one input parser (issue 11, item 3), chosen at build time by
 /// TOPOPLAN_FUZZ_PARSER: cluster, model, calibration, ranks, plan, megatron, nvidia_smi,
-/// nccl_tests (the parser and the fit that follows it).
+/// nccl_tests (the parser and the fit that follows it), nccl_xml.
 /// A parser may reject its input (InputError) but never crash, leak, hang or throw anything
 /// else; what it accepts is also validated the way the CLI would (Cluster, Model).
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include "topoplan/error.hpp"
 #include "topoplan/import/megatron_args.hpp"
 #include "topoplan/import/nccl_tests.hpp"
+#include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
 #include "topoplan/import/plan_json.hpp"
 #include "topoplan/model.hpp"
@@ -40,6 +41,8 @@ void parse(const std::string& text) {
     (void)parse_megatron_args(text, "--megatron-args");
   } else if (parser == "nvidia_smi") {
     (void)parse_nvidia_smi_topo(text, "topo.txt");
+  } else if (parser == "nccl_xml") {
+    (void)parse_nccl_topo_xml(text, "topo.xml");
   } else if (parser == "nccl_tests") {
     Calibration cal;
     (void)fit_nccl_tests(load_cluster("dgx-h100", "fuzz"), cal,
