@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang into build-fuzz/ and runs each for
-# FUZZ_SECONDS (default 20), seeded from the repository's own inputs; any crash, leak, timeout
-# or sanitizer report fails. Needs clang and libclang-rt-14-dev (installed here when missing).
+# FUZZ_SECONDS (default 20), one per core at a time, seeded from the repository's own inputs; any
+# crash, leak, timeout or sanitizer report fails. Needs clang and libclang-rt-14-dev (installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
 fi
 seconds=${FUZZ_SECONDS:-20}
-CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPOPLAN_FUZZ=ON \
-  -DTOPOPLAN_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" >&2
+parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml)
+# -O1 with line tables only: quick to build, and reports still name the file and line. Only the
+# fuzz targets (and the library) are built, not the CLI.
+CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz \
+  -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" -DTOPOPLAN_FUZZ=ON -DTOPOPLAN_BUILD_TESTS=OFF \
+  >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${parsers[@]/#/fuzz_}" >&2
 seed_dir=$(mktemp -d)
 trap 'rm -rf "$seed_dir"' EXIT
 declare -A seeds=(
@@ -24,7 +28,7 @@ declare -A seeds=(
   [nccl_tests]="tests/data/nccl-tests/*"
   [nccl_xml]="tests/data/nccl-xml/*"
 )
-for parser in cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml; do
+for parser in "${parsers[@]}"; do
   dir="$seed_dir/$parser"
   mkdir -p "$dir"
   for f in ${seeds[$parser]}; do
@@ -36,10 +40,31 @@ for parser in cluster model calibration ranks plan megatron nvidia_smi nccl_test
   if [[ $parser == calibration ]]; then
     printf '{"gemm_efficiency.hopper": 0.6, "link.infiniband.bw_fraction": 0.8}' >"$dir/cal.json"
   fi
+done
+# One fuzzer per core at a time (each is single-threaded); each leaves its exit status in a
+# file, and any failure fails the run.
+run_one() {
+  local parser=$1 dir="$seed_dir/$1" status=0
   echo "fuzz_$parser: ${seconds} s from $(ls "$dir" | wc -l) seeds" >&2
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
-    "build-fuzz/tests/fuzz/fuzz_$parser" -max_total_time="$seconds" -seed=1 -timeout=5 -artifact_prefix=build-fuzz/ -rss_limit_mb=2048 \
-    -print_final_stats=0 "$dir" 2>"$seed_dir/$parser.log" ||
-    { tail -n 40 "$seed_dir/$parser.log"; echo "fuzz_$parser failed" >&2; exit 1; }
+    "build-fuzz/tests/fuzz/fuzz_$parser" -max_total_time="$seconds" -seed=1 -timeout=5 \
+    -artifact_prefix=build-fuzz/ -rss_limit_mb=2048 -print_final_stats=0 "$dir" \
+    2>"$seed_dir/$parser.log" || status=$?
+  echo "$status" >"$seed_dir/$parser.status"
+}
+slots=$(nproc)
+for parser in "${parsers[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $slots ]]; do sleep 0.2; done
+  run_one "$parser" &
 done
+wait
+failed=0
+for parser in "${parsers[@]}"; do
+  if [[ $(cat "$seed_dir/$parser.status" 2>/dev/null) != 0 ]]; then
+    tail -n 40 "$seed_dir/$parser.log"
+    echo "fuzz_$parser failed" >&2
+    failed=1
+  fi
+done
+[[ $failed -eq 0 ]] || exit 1
 echo "fuzzers: no crash, leak, timeout or sanitizer report"
