@@ -8,7 +8,7 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linu
   apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
 fi
 seconds=${FUZZ_SECONDS:-20}
-parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml)
+parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml slurm)
 # -O1 with line tables only: quick to build, and reports still name the file and line. Only the
 # fuzz targets (and the library) are built, not the CLI.
 CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz \
@@ -27,6 +27,7 @@ declare -A seeds=(
   [nvidia_smi]="tests/data/nvidia-smi/* tests/data/bad/smi-*.txt"
   [nccl_tests]="tests/data/nccl-tests/*"
   [nccl_xml]="tests/data/nccl-xml/*"
+  [slurm]="tests/data/slurm/*"
 )
 for parser in "${parsers[@]}"; do
   dir="$seed_dir/$parser"

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
 #include "detail/json_input.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/import/slurm.hpp"
 
 namespace topoplan {
 
@@ -102,6 +104,17 @@ std::vector<std::string> parse_hosts(const std::string& text, const std::string&
 
 std::vector<std::string> load_hosts_file(const std::string& path, int nodes) {
   return parse_hosts(detail::read_text_file(path), path, nodes);
+}
+
+std::vector<std::string> load_hosts(const std::string& file_or_hostlist, int nodes) {
+  if (std::filesystem::exists(file_or_hostlist)) return load_hosts_file(file_or_hostlist, nodes);
+  if (file_or_hostlist.find_first_of("[,") == std::string::npos)
+    throw_input("--hosts", "",
+                fmt::format("'{}' is neither a file nor a host list expression (gpu[001-016])",
+                            file_or_hostlist));
+  std::string lines;
+  for (const auto& h : expand_hostlist(file_or_hostlist, "--hosts")) lines += h + "\n";
+  return parse_hosts(lines, "--hosts", nodes);
 }
 
 }  // namespace topoplan

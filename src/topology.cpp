@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "detail/json_input.hpp"
 #include "detail/names.hpp"
@@ -49,6 +50,25 @@ std::int64_t bounded(const detail::JsonCursor& c, std::string_view key, std::int
   return v;
 }
 
+/// "hosts": distinct non-empty names, at least one per server.
+void read_hosts(const detail::JsonCursor& c, ClusterSpec& s) {
+  if (!c.has("hosts")) return;
+  const auto hosts = c.at("hosts");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < hosts.array_size(); ++i) {
+    const auto& v = hosts.node()[i];
+    if (!v.is_string() || v.get<std::string>().empty())
+      hosts.at(i).fail_here(fmt::format("expected a host name, got {}", v.dump()));
+    const std::string h = v.get<std::string>();
+    if (!seen.insert(h).second)
+      hosts.at(i).fail_here(fmt::format("expected each host once, got '{}' again", h));
+    s.hosts.push_back(h);
+  }
+  if (static_cast<int>(s.hosts.size()) < s.nodes)
+    hosts.fail_here(
+        fmt::format("expected a host per server ({}), got {}", s.nodes, s.hosts.size()));
+}
+
 void check_schema(const detail::JsonCursor& c, const char* expected) {
   if (!c.has("schema")) return;
   if (c.string("schema") != expected) c.fail("schema", fmt::format("\"{}\"", expected));
@@ -90,6 +110,7 @@ std::string cluster_json(const ClusterSpec& s) {
     tiers.push_back(o);
   }
   j["tiers"] = tiers;
+  if (!s.hosts.empty()) j["hosts"] = s.hosts;
   if (!s.source.empty()) j["source"] = s.source;
   return j.dump();
 }
@@ -99,7 +120,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
   check_schema(c, "topoplan.cluster/v1");
-  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers"});
+  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts"});
   ClusterSpec s;
   s.name = c.string("name");
   s.source = c.opt_string("source").value_or("");
@@ -138,6 +159,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     tier.oversubscription = t.number_in_or("oversubscription", 1, 1000, 1.0);
     s.tiers.push_back(tier);
   }
+  read_hosts(c, s);
   return s;
 }
 

@@ -1,4 +1,5 @@
-// Importers: nvidia-smi topo -m, NCCL topology dumps and nccl-tests logs (issue 10).
+// Importers: nvidia-smi topo -m, NCCL topology dumps, Slurm topology.conf and nccl-tests
+// logs (issue 10).
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include "topoplan/import/nccl_tests.hpp"
 #include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
+#include "topoplan/import/slurm.hpp"
 #include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
 
@@ -246,4 +248,73 @@ TEST_CASE("NCCL topology dumps: malformed ones are one clear line naming the lin
                 "tclass=\"0x030200\"/></gpu></pci></system>") ==
         "t.xml: line 1: <nvlink> target 0000:99:00.0: expected the bus id of a GPU in the dump");
   CHECK(message("<system><gpu dev=\"0\" sm=\"90\"") == "t.xml: line 1: expected the end of <gpu>");
+}
+
+TEST_CASE("Slurm host lists: ranges, padding, several brackets, commas") {
+  CHECK(expand_hostlist("gpu[001-003]", "h") ==
+        std::vector<std::string>{"gpu001", "gpu002", "gpu003"});
+  CHECK(expand_hostlist("n[8-10],login", "h") ==
+        std::vector<std::string>{"n8", "n9", "n10", "login"});
+  CHECK(expand_hostlist("r[1-2]-n[01,03]", "h") ==
+        std::vector<std::string>{"r1-n01", "r1-n03", "r2-n01", "r2-n03"});
+  CHECK(expand_hostlist("a[1-2],b[5]", "h") == std::vector<std::string>{"a1", "a2", "b5"});
+  CHECK_THROWS_WITH(expand_hostlist("gpu[5-1]", "h"),
+                    "h: expected ranges like 001-064 inside [...] of 'gpu[5-1]', got '5-1'");
+  CHECK_THROWS_WITH(expand_hostlist("gpu[1-4", "h"), "h: expected ']' to close '[' in 'gpu[1-4'");
+  CHECK_THROWS_WITH(expand_hostlist("gpu[0-99999999]", "h"),
+                    Catch::Contains("names more than 1048576 hosts"));
+}
+
+TEST_CASE("Slurm topology.conf: switch levels become tiers, hosts follow the switches") {
+  const ClusterSpec base = load_cluster("dgx-h100", "t");
+  const ClusterSpec two =
+      cluster_from_slurm(parse_slurm_topology(data("slurm/topology.conf"), "t.conf"), base, "t");
+  CHECK(two.nodes == 32);
+  REQUIRE(two.tiers.size() == 3);
+  CHECK((two.tiers[1].name == "leaf" && two.tiers[1].fanout == 8));
+  CHECK((two.tiers[2].name == "spine" && two.tiers[2].fanout == 4));
+  CHECK(two.tiers[1].bandwidth == base.tiers[1].bandwidth);
+  // leaf3 (dgx025-032) comes before leaf4 (dgx017-024) as the spine lists them.
+  CHECK(two.hosts[16] == "dgx025");
+  CHECK(two.hosts[24] == "dgx017");
+  const Cluster c(two, "t");
+  CHECK(c.gpu_count() == 256);
+  CHECK(c.meet_tier(0, 63) == 1);  // dgx001 and dgx008: one leaf
+  CHECK(c.meet_tier(0, 64) == 2);  // dgx001 and dgx009: the spine
+  const ClusterSpec three =
+      cluster_from_slurm(parse_slurm_topology(data("slurm/three-level.conf"), "3.conf"), base, "3");
+  REQUIRE(three.tiers.size() == 4);
+  CHECK(three.tiers[3].name == "core1");
+  CHECK(three.tiers[3].fanout == 2);
+  CHECK(three.hosts.front() == "gpu-a1");
+  CHECK(three.hosts.back() == "gpu-b8");
+  // Written and read back with its hosts.
+  const ClusterSpec back = parse_cluster_with_presets(cluster_json(three), "back.json");
+  CHECK(back.hosts == three.hosts);
+}
+
+TEST_CASE("Slurm topology.conf: malformed or irregular trees are one line naming the line") {
+  const ClusterSpec base = load_cluster("dgx-h100", "t");
+  auto message = [&](const std::string& text) {
+    try {
+      (void)cluster_from_slurm(parse_slurm_topology(text, "t.conf"), base, "t.conf");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(
+      message("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[5-7]\nSwitchName=s Switches=a,b") ==
+      "t.conf: line 2: switch b holds 3 servers, others of its level 4: topoplan models a "
+      "regular tree (equal switches per level)");
+  CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=s Switches=a,b") ==
+        "t.conf: line 2: switch s: Switches names b, which is not defined");
+  CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[4-7]") ==
+        "t.conf: line 2: host n4 is under two switches");
+  CHECK(message("Nodes=n[1-4]") == "t.conf: line 1: expected SwitchName=... first on the line");
+  CHECK(message("SwitchName=a") ==
+        "t.conf: line 1: switch a: expected Nodes=... (a leaf) or Switches=..., one of them");
+  CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=a Nodes=m[1-4]") ==
+        "t.conf: line 2: switch a is defined twice");
+  CHECK(message("# nothing\n") == "t.conf: expected SwitchName=... lines (topology.conf)");
 }

@@ -45,5 +45,8 @@ struct RankTable {
                                                    const std::string& source, int nodes);
 /// The same, reading the file at `path`.
 [[nodiscard]] std::vector<std::string> load_hosts_file(const std::string& path, int nodes);
+/// --hosts: a file of host names, or (when no such file exists) a Slurm host list expression
+/// such as gpu[001-016]; the same checks either way.
+[[nodiscard]] std::vector<std::string> load_hosts(const std::string& file_or_hostlist, int nodes);
 
 }  // namespace topoplan

@@ -51,6 +51,9 @@ struct ClusterSpec {
   int nics_per_server = 0;   ///< NICs used for GPU traffic between servers
   double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
   std::vector<TierSpec> tiers;
+  /// Host names in server order (optional; from Slurm's topology.conf): export's host files use
+  /// them when --hosts is not given.
+  std::vector<std::string> hosts;
 };
 
 /// Group shapes a cluster has already walked (mapping.cpp): shared by a cluster's copies.

@@ -24,8 +24,18 @@ int run_export(const ExportArgs& a) {
   // The same rules as evaluate and check (plan_check.hpp).
   const PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none) throw_plan_error(err, r);
+  // --hosts (a file or a Slurm host list), else the cluster file's hosts (Slurm's order).
+  const ClusterSpec& spec = r.in.cluster.spec();
   std::vector<std::string> hosts;
-  if (!a.hosts_file.empty()) hosts = load_hosts_file(a.hosts_file, r.in.cluster.spec().nodes);
+  if (!a.hosts_file.empty()) {
+    hosts = load_hosts(a.hosts_file, spec.nodes);
+  } else if (!spec.hosts.empty()) {
+    if (static_cast<int>(spec.hosts.size()) < spec.nodes)
+      throw_input("--nodes", "",
+                  fmt::format("{} servers, but the cluster file names {} hosts: pass --hosts",
+                              spec.nodes, spec.hosts.size()));
+    hosts.assign(spec.hosts.begin(), spec.hosts.begin() + spec.nodes);
+  }
   RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));
   const RunContext ctx = r.in.run();
   ExportOptions opt = a.opt;
@@ -65,7 +75,8 @@ Runner register_export(CLI::App& cmd) {
   auto a = std::make_shared<ExportArgs>();
   add_plan_under_test_options(cmd, a->in, a->plan, nullptr);
   cmd.add_option("--hosts", a->hosts_file,
-                 "one hostname per server (default node000, node001, ...)");
+                 "a file with one hostname per server, or a Slurm host list such as "
+                 "gpu[001-016] (default: the cluster file's hosts, else node000, node001, ...)");
   cmd.add_option("--out-dir", a->out_dir, "write every format into this directory");
   cmd.add_option("--script", a->opt.script, "training script for torchrun.sh")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include "topoplan/import/nccl_tests.hpp"
 #include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
+#include "topoplan/import/slurm.hpp"
 #include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/units.hpp"
@@ -59,6 +60,25 @@ std::string nccl_report(const std::string& cluster, const std::vector<NcclFit>& 
       "\nwrite the constants with --format json -o FILE and use them with plan/evaluate "
       "--calibration FILE\n";
   return text;
+}
+
+struct SlurmArgs {
+  CLI::App* cmd = nullptr;
+  std::string file;
+  std::string cluster = "dgx-h100";
+  std::string name;
+  OutputOptions out;
+};
+
+int run_slurm(const SlurmArgs& a) {
+  const ClusterSpec base = load_cluster(a.cluster, "--cluster");
+  ClusterSpec s = cluster_from_slurm(parse_slurm_topology(detail::read_text_file(a.file), a.file),
+                                     base, a.file);
+  if (!a.name.empty()) s.name = a.name;
+  const Cluster checked(s, a.file);  // the same validation plan applies
+  (void)checked;
+  write_output(a.out.path, cluster_json(s) + "\n");
+  return 0;
 }
 
 int run_nccl_tests(const NcclArgs& a) {
@@ -155,7 +175,21 @@ Runner register_import(CLI::App& cmd) {
                      "all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (default: "
                      "from each file's name, else its busbw/algbw)");
   add_output_options(*n->cmd, n->out, {"table", "json"});
-  return [smi, xml, n] {
+  auto slurm = std::make_shared<SlurmArgs>();
+  slurm->cmd = cmd.add_subcommand(
+      "slurm-topology",
+      "the tiers above the servers, and the host order, from Slurm's topology.conf");
+  slurm->cmd->add_option("file", slurm->file, "topology.conf (SwitchName=... Nodes=/Switches=...)")
+      ->required();
+  slurm->cmd
+      ->add_option("--cluster", slurm->cluster,
+                   "preset or file giving the servers (GPU, NVLink tier, NICs) and the links of "
+                   "each switch level")
+      ->capture_default_str();
+  slurm->cmd->add_option("--name", slurm->name, "the cluster's name (default: --cluster's)");
+  add_output_options(*slurm->cmd, slurm->out, {"json"});
+  return [smi, xml, n, slurm] {
+    if (slurm->cmd->parsed()) return run_slurm(*slurm);
     if (n->cmd->parsed()) return run_nccl_tests(*n);
     return run_import(xml->cmd->parsed() ? *xml : *smi);
   };

@@ -32,7 +32,8 @@ constexpr Subcommand kSubcommands[] = {
      topoplan::cli::register_export},
     {"presets", "list the built-in clusters, GPUs and models", topoplan::cli::register_presets},
     {"import",
-     "build inputs from what machines report: import nvidia-smi FILE, import nccl-tests FILE...",
+     "build inputs from what machines report: import nvidia-smi, nccl-xml, slurm-topology, "
+     "nccl-tests",
      topoplan::cli::register_import},
     {"model",
      "what topoplan derives from a model: parameters (total, active), FLOPs and KV cache per token",

@@ -1,6 +1,7 @@
 /// libFuzzer target for one input parser (issue 11, item 3), chosen at build time by
 /// TOPOPLAN_FUZZ_PARSER: cluster, model, calibration, ranks, plan, megatron, nvidia_smi,
-/// nccl_tests (the parser and the fit that follows it), nccl_xml.
+/// nccl_tests (the parser and the fit that follows it), nccl_xml, slurm (topology.conf and the
+/// cluster built from it).
 /// A parser may reject its input (InputError) but never crash, leak, hang or throw anything
 /// else; what it accepts is also validated the way the CLI would (Cluster, Model).
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include "topoplan/import/nccl_xml.hpp"
 #include "topoplan/import/nvidia_smi.hpp"
 #include "topoplan/import/plan_json.hpp"
+#include "topoplan/import/slurm.hpp"
 #include "topoplan/model.hpp"
 #include "topoplan/nccl_fit.hpp"
 #include "topoplan/presets.hpp"
@@ -41,6 +43,11 @@ void parse(const std::string& text) {
     (void)parse_megatron_args(text, "--megatron-args");
   } else if (parser == "nvidia_smi") {
     (void)parse_nvidia_smi_topo(text, "topo.txt");
+  } else if (parser == "slurm") {
+    const ClusterSpec s = cluster_from_slurm(parse_slurm_topology(text, "topology.conf"),
+                                             load_cluster("dgx-h100", "fuzz"), "topology.conf");
+    const Cluster c(s, "topology.conf");
+    (void)c.gpu_count();
   } else if (parser == "nccl_xml") {
     (void)parse_nccl_topo_xml(text, "topo.xml");
   } else if (parser == "nccl_tests") {

@@ -1,0 +1,229 @@
+// Slurm host lists and topology.conf: the switch tree above the servers, and the host order.
+#include "topoplan/import/slurm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+namespace {
+
+constexpr std::size_t kMaxHosts = std::size_t{1} << 20;
+
+/// "001-064,070" inside brackets: each number with the width its lower bound was written in.
+std::vector<std::string> expand_ranges(const std::string& body, const std::string& source,
+                                       const std::string& expr) {
+  std::vector<std::string> out;
+  std::istringstream in(body);
+  for (std::string part; std::getline(in, part, ',');) {
+    const auto dash = part.find('-');
+    const std::string lo = part.substr(0, dash);
+    const std::string hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+    auto digits = [](const std::string& s) {
+      return !s.empty() && s.size() <= 9 &&
+             std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(c); });
+    };
+    if (!digits(lo) || !digits(hi) || std::stol(hi) < std::stol(lo))
+      throw_input(
+          source, "",
+          fmt::format("expected ranges like 001-064 inside [...] of '{}', got '{}'", expr, part));
+    for (long n = std::stol(lo); n <= std::stol(hi); ++n) {
+      if (out.size() >= kMaxHosts)
+        throw_input(source, "", fmt::format("'{}' names more than {} hosts", expr, kMaxHosts));
+      out.push_back(fmt::format("{:0{}}", n, lo.size()));
+    }
+  }
+  return out;
+}
+
+/// One comma-free item: the first bracket's names, each followed by the rest expanded.
+void expand_item(const std::string& item, const std::string& source, const std::string& expr,
+                 std::vector<std::string>& out) {
+  const auto open = item.find('[');
+  if (open == std::string::npos) {
+    if (item.find(']') != std::string::npos)
+      throw_input(source, "", fmt::format("expected '[' before ']' in '{}'", expr));
+    if (!item.empty()) out.push_back(item);
+    return;
+  }
+  const auto close = item.find(']', open);
+  if (close == std::string::npos)
+    throw_input(source, "", fmt::format("expected ']' to close '[' in '{}'", expr));
+  std::vector<std::string> rest;
+  expand_item(item.substr(close + 1), source, expr, rest);
+  if (rest.empty()) rest.push_back("");
+  for (const auto& n : expand_ranges(item.substr(open + 1, close - open - 1), source, expr))
+    for (const auto& r : rest) {
+      if (out.size() >= kMaxHosts)
+        throw_input(source, "", fmt::format("'{}' names more than {} hosts", expr, kMaxHosts));
+      out.push_back(item.substr(0, open) + n + r);
+    }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_hostlist(const std::string& expr, const std::string& source) {
+  std::vector<std::string> out;
+  std::string item;
+  int depth = 0;
+  for (char c : expr + ",") {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      expand_item(item, source, expr, out);
+      item.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      item += c;
+    }
+  }
+  if (depth != 0) throw_input(source, "", fmt::format("expected ']' to close '[' in '{}'", expr));
+  if (out.empty()) throw_input(source, "", fmt::format("expected host names, got '{}'", expr));
+  return out;
+}
+
+std::vector<SlurmSwitch> parse_slurm_topology(const std::string& text, const std::string& source) {
+  std::vector<SlurmSwitch> out;
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    SlurmSwitch s;
+    s.line = n;
+    const std::string where = fmt::format("{}: line {}", source, n);
+    for (std::string w; words >> w;) {
+      const auto eq = w.find('=');
+      if (eq == std::string::npos)
+        throw_input(source, fmt::format("line {}", n),
+                    fmt::format("expected Key=Value, got '{}'", w));
+      const std::string key = lower(w.substr(0, eq)), value = w.substr(eq + 1);
+      if (key == "switchname") s.name = value;
+      if (key == "nodes") s.nodes = expand_hostlist(value, where);
+      if (key == "switches") s.switches = expand_hostlist(value, where);
+    }
+    if (s.name.empty() && (s.nodes.size() + s.switches.size()) == 0) continue;
+    if (s.name.empty())
+      throw_input(source, fmt::format("line {}", n), "expected SwitchName=... first on the line");
+    if (s.nodes.empty() == s.switches.empty())
+      throw_input(source, fmt::format("line {}", n),
+                  fmt::format("switch {}: expected Nodes=... (a leaf) or Switches=..., one of them",
+                              s.name));
+    out.push_back(std::move(s));
+  }
+  if (out.empty()) throw_input(source, "", "expected SwitchName=... lines (topology.conf)");
+  return out;
+}
+
+namespace {
+
+struct Tree {
+  std::map<std::string, const SlurmSwitch*> by_name;
+  std::map<std::string, int> level;  ///< leaves 1, their parents 2, ...
+};
+
+Tree index_tree(const std::vector<SlurmSwitch>& tree, const std::string& source) {
+  Tree t;
+  std::set<std::string> hosts, children;
+  for (const auto& s : tree) {
+    if (!t.by_name.emplace(s.name, &s).second)
+      throw_input(source, fmt::format("line {}", s.line),
+                  fmt::format("switch {} is defined twice", s.name));
+    for (const auto& h : s.nodes)
+      if (!hosts.insert(h).second)
+        throw_input(source, fmt::format("line {}", s.line),
+                    fmt::format("host {} is under two switches", h));
+  }
+  std::function<int(const SlurmSwitch&, int)> level_of = [&](const SlurmSwitch& s, int depth) {
+    if (depth > 16)
+      throw_input(source, fmt::format("line {}", s.line),
+                  fmt::format("switch {}: expected a tree, found a cycle", s.name));
+    if (!s.nodes.empty()) return t.level[s.name] = 1;
+    int most = 0;
+    for (const auto& c : s.switches) {
+      const auto it = t.by_name.find(c);
+      if (it == t.by_name.end())
+        throw_input(source, fmt::format("line {}", s.line),
+                    fmt::format("switch {}: Switches names {}, which is not defined", s.name, c));
+      most = std::max(most, level_of(*it->second, depth + 1));
+    }
+    return t.level[s.name] = most + 1;
+  };
+  for (const auto& s : tree) (void)level_of(s, 0);
+  return t;
+}
+
+}  // namespace
+
+ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const ClusterSpec& base,
+                               const std::string& source) {
+  const Tree t = index_tree(tree, source);
+  std::set<std::string> below;
+  for (const auto& s : tree) below.insert(s.switches.begin(), s.switches.end());
+  std::vector<const SlurmSwitch*> roots;
+  for (const auto& s : tree)
+    if (!below.count(s.name)) roots.push_back(&s);
+  const int top = t.level.at(roots.front()->name);
+  // Fan-out per level, which every switch of that level must share; hosts in tree order.
+  std::vector<int> fanout(static_cast<std::size_t>(top) + 1, -1);
+  ClusterSpec out = base;
+  out.hosts.clear();
+  std::function<void(const SlurmSwitch&)> walk = [&](const SlurmSwitch& s) {
+    const int lv = t.level.at(s.name);
+    const int n = static_cast<int>(s.nodes.empty() ? s.switches.size() : s.nodes.size());
+    int& f = fanout[static_cast<std::size_t>(lv)];
+    if (f >= 0 && f != n)
+      throw_input(source, fmt::format("line {}", s.line),
+                  fmt::format("switch {} holds {} {}, others of its level {}: topoplan models a "
+                              "regular tree (equal switches per level)",
+                              s.name, n, lv == 1 ? "servers" : "switches", f));
+    f = n;
+    out.hosts.insert(out.hosts.end(), s.nodes.begin(), s.nodes.end());
+    for (const auto& c : s.switches) {
+      if (t.level.at(c) != lv - 1)
+        throw_input(source, fmt::format("line {}", s.line),
+                    fmt::format("switch {}: {} is not one level below it (topoplan models a "
+                                "regular tree)",
+                                s.name, c));
+      walk(*t.by_name.at(c));
+    }
+  };
+  for (const auto* r : roots) {
+    if (t.level.at(r->name) != top)
+      throw_input(source, fmt::format("line {}", r->line),
+                  fmt::format("switch {} is a root of another height than {}", r->name,
+                              roots.front()->name));
+    walk(*r);
+  }
+  out.nodes = static_cast<int>(out.hosts.size());
+  out.tiers.resize(1);  // the server tier from base; the switch levels above it
+  for (int lv = 1; lv <= top; ++lv) {
+    TierSpec tier =
+        base.tiers[std::min<std::size_t>(static_cast<std::size_t>(lv), base.tiers.size() - 1)];
+    tier.name = lv == 1 ? "leaf" : lv == 2 ? "spine" : fmt::format("core{}", lv - 2);
+    tier.fanout = fanout[static_cast<std::size_t>(lv)];
+    out.tiers.push_back(tier);
+  }
+  if (roots.size() > 1) {  // several trees: joined above by the top tier's links
+    TierSpec tier = out.tiers.back();
+    tier.name = "top";
+    tier.fanout = 0;
+    out.tiers.push_back(tier);
+  }
+  out.source = "imported from Slurm topology.conf (" + source + "); links as " + base.name;
+  return out;
+}
+
+}  // namespace topoplan
