@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <memory>
+#include <map>
 
 #include "detail/json_input.hpp"
 #include "topoplan/calibration.hpp"
@@ -78,9 +78,11 @@ struct Checker {
     const std::string ref = s["$ref"].get<std::string>();
     static const std::string local = "#/$defs/";
     if (ref.starts_with(local)) return root["$defs"][ref.substr(local.size())];
-    static std::vector<std::unique_ptr<json>> loaded;  // external schemas, kept for the run
-    loaded.push_back(std::make_unique<json>(schema_of(ref.substr(0, ref.find('.')), ref)));
-    return *loaded.back();
+    static std::map<std::string, json> loaded;  // external schemas, loaded once per run
+    auto it = loaded.find(ref);
+    if (it == loaded.end())
+      it = loaded.emplace(ref, schema_of(ref.substr(0, ref.find('.')), ref)).first;
+    return it->second;
   }
 
   void fail(const std::string& path, const std::string& what) { out.push_back({path, what}); }

@@ -1,5 +1,6 @@
-// `topoplan import nvidia-smi FILE`: a cluster file from what a user can paste from a server.
-// `topoplan import nccl-tests FILE...`: link constants fitted to the user's own nccl-tests logs.
+// `topoplan import nvidia-smi FILE` and `import nccl-xml FILE`: a cluster file from what a server
+// reports; `import slurm-topology FILE`: the tiers above the servers and the host order from
+// Slurm; `import nccl-tests FILE...`: link constants fitted to the user's own nccl-tests logs.
 #include <fmt/format.h>
 
 #include <memory>
