@@ -44,12 +44,12 @@ std::vector<int> servers_to_draw(const Cluster& c, const Mapping& map, std::stri
   return out;
 }
 
+}  // namespace
+
 std::string stage_colour(int stage, int pp) {
   const int hue = (210 + stage * 360 / std::max(pp, 1)) % 360;
   return fmt::format("hsl({},60%,80%)", hue);
 }
-
-}  // namespace
 
 const char* tier_colour(int tier) {
   return tier <= 0 ? "#2ca02c" : tier == 1 ? "#e08a00" : "#d62728";

@@ -139,7 +139,7 @@ std::string placement(const RunContext& ctx, const Plan& p, const Mapping& map, 
       choices += fmt::format(
           "<label><input type=\"radio\" name=\"dim\" class=\"dim\" value=\"{0}\"{1}> <b>{0}"
           "</b> {2} groups of {3} on {4}: {5:.3f} s, {6:.3f} s exposed</label><br>\n",
-          to_string(d), shown == d ? " checked" : "", p[d] == 1 ? 0 : map.world() / p[d], p[d],
+          to_string(d), shown == d ? " checked" : "", map.world() / p[d], p[d],
           esc(span_name(ctx.cluster, e.shapes[d])), total_comm(e, d), exposed_comm(e, d));
   if (!choices.empty())
     choices +=
@@ -147,9 +147,8 @@ std::string placement(const RunContext& ctx, const Plan& p, const Mapping& map, 
         "all</label>\n";
   std::string legend;
   for (int s = 0; s < p[Dim::pp] && s < 16; ++s)
-    legend +=
-        fmt::format("<span class=\"swatch\" style=\"background:hsl({},60%,80%)\"></span>stage {} ",
-                    (210 + s * 360 / p[Dim::pp]) % 360, s);
+    legend += fmt::format("<span class=\"swatch\" style=\"background:{}\"></span>stage {} ",
+                          stage_colour(s, p[Dim::pp]), s);
   std::string tiers;
   for (int k = 0; k < ctx.cluster.tier_count(); ++k)
     tiers += fmt::format("<span class=\"swatch\" style=\"background:{}\"></span>via {}{} ",

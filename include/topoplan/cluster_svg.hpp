@@ -31,6 +31,8 @@ struct ClusterPicture {
                                           const Mapping& mapping, std::optional<Dim> shown,
                                           std::span<const Dim> failing = {});
 
+/// A GPU cell's colour by its pipeline stage (of `pp`): hues spread round the wheel.
+[[nodiscard]] std::string stage_colour(int stage, int pp);
 /// A link's colour by the tier it crosses: green inside a server, orange across a leaf, red above.
 [[nodiscard]] const char* tier_colour(int tier);
 

@@ -22,8 +22,6 @@ const char* attention_kind(const ModelSpec& m) {
 }
 
 int run_model(const ModelArgs& a) {
-  if (a.seq_len < 1)
-    throw_input("--seq-len", "", fmt::format("expected a positive integer, got {}", a.seq_len));
   const Model m(load_model(a.model, "model"), a.model);
   const auto& k = m.counts;
   const double s = static_cast<double>(a.seq_len);

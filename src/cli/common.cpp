@@ -221,8 +221,6 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   ClusterSpec cs = cluster_from_plan
                        ? parse_cluster_with_presets(*from->cluster_spec, from->cluster_spec_source)
                        : load_cluster(cluster_arg, "--cluster");
-  if (o.nodes < 0)
-    throw_input("--nodes", "", fmt::format("expected a positive integer, got {}", o.nodes));
   if (o.nodes > 0)
     cs.nodes = o.nodes;
   else if (from && from->nodes)
@@ -252,8 +250,6 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
   job.flexible_pipeline_layout = st.flexible_pipeline_layout;
-  if (o.gpus < 0)
-    throw_input("--gpus", "", fmt::format("expected a positive integer, got {}", o.gpus));
   job.gpus = o.gpus;
   if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))
     throw_input("--memory-headroom", "",

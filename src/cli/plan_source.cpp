@@ -28,11 +28,8 @@ void check_fingerprint(const std::string& file, const char* what,
 }
 
 /// The plan the flags give (dp 0 when not given: the GPUs decide).
+/// Counts are positive here: require_positive_counts checked them as flags.
 Plan plan_from_flags(const PlanOptions& po) {
-  for (auto [flag, v] : {std::pair{"--tp", po.tp}, std::pair{"--pp", po.pp},
-                         std::pair{"--dp", po.dp}, std::pair{"--cp", po.cp},
-                         std::pair{"--ep", po.ep}, std::pair{"--micro-batch", po.micro_batch}})
-    if (v < 0) throw_input(flag, "", fmt::format("expected a positive integer, got {}", v));
   Plan p;
   p[Dim::tp] = po.tp ? po.tp : 1;
   p[Dim::pp] = po.pp ? po.pp : 1;
@@ -47,9 +44,7 @@ Plan plan_from_flags(const PlanOptions& po) {
   if (!po.choice.recompute.empty())
     p.recompute = parse_recompute(po.choice.recompute, "--recompute");
   p.sequence_parallel = po.choice.sp_on;
-  if (po.first_stage_layers < 0 || po.last_stage_layers < 0)
-    throw_input("--first-stage-layers/--last-stage-layers", "", "expected a positive integer");
-  if (po.recompute_layers < 0 || (po.recompute_layers > 0 && p.recompute != Recompute::full))
+  if (po.recompute_layers > 0 && p.recompute != Recompute::full)
     throw_input("--recompute-layers", "",
                 "expected a positive number of layers, with --recompute full");
   p.recompute_layers = po.recompute_layers;
