@@ -4,8 +4,10 @@
 // Counters: plans = candidates costed per search; plans_per_s = per second of wall time;
 // peak_MiB = the process's peak resident memory so far (getrusage), so cases run smallest first.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 
+#include "topoplan/placement.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/search.hpp"
 
@@ -84,9 +86,44 @@ void BM_Search_Llama405B_131072xH100(benchmark::State& s) {
   run_search(s, "dgx-h100", 16384, "llama3.1-405b", 8192, 2048);
 }
 
+/// The placement search (issue 12) on 16,384 H100 (2,048 x dgx-h100) with 16 GPUs down, one in
+/// each of 16 servers spread over the cluster: Llama-3.1-405B, TP 8 x PP 16 x DP 127 (16,256 GPUs,
+/// every whole server but those 16). Counters: candidates = placements costed per run.
+void BM_Place_Llama405B_16384xH100_16Down(benchmark::State& state) {
+  ClusterSpec s = load_cluster("dgx-h100", "bench");
+  s.nodes = 2048;
+  for (int k = 0; k < 16; ++k) add_down_gpus(s, fmt::format("{}:{}", 7 + 128 * k, k % 8), "bench");
+  const Cluster c(s, "bench");
+  Model m(load_model("llama3.1-405b", "bench"));
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 2032;
+  Plan p;
+  p[Dim::tp] = 8;
+  p[Dim::pp] = 16;
+  p[Dim::dp] = 127;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::full;
+  std::int64_t candidates = 0;
+  double gain = 0;
+  for (auto _ : state) {
+    Placement pl = place(c, m, j, p, Calibration{});
+    candidates = pl.stats.candidates;
+    gain = pl.stats.gain();
+    benchmark::DoNotOptimize(pl);
+  }
+  state.counters["candidates"] = static_cast<double>(candidates);
+  state.counters["candidates_per_s"] =
+      benchmark::Counter(static_cast<double>(candidates) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.counters["gain_pct"] = 100.0 * gain;
+  state.counters["peak_MiB"] = peak_mib();
+}
+
 }  // namespace
 
 BENCHMARK(BM_EvaluateOnePlan);
+BENCHMARK(BM_Place_Llama405B_16384xH100_16Down)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Search_Llama405B_16384xH100)
     ->Arg(1)
     ->Arg(2)

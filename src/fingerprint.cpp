@@ -1,6 +1,7 @@
 #include "topoplan/fingerprint.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdint>
 
@@ -24,8 +25,10 @@ std::string fingerprint(const Cluster& c) {
                               s.gpu.peak_flops, s.gpu.memory_bytes, s.gpu.hbm_bandwidth, s.nodes,
                               s.nics_per_server, s.nic_bandwidth);
   for (const auto& tier : s.tiers)
-    t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}", tier.fanout, tier.bandwidth, tier.latency,
-                     tier.oversubscription);
+    t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}{}", tier.fanout, tier.bandwidth,
+                     tier.latency, tier.oversubscription, tier.rails ? " rails" : "");
+  // GPUs down only when some are, so regular clusters keep their fingerprints.
+  if (!s.down.empty()) t += ";down " + fmt::format("{}", fmt::join(s.down, ","));
   return fnv1a(t);
 }
 

@@ -79,6 +79,36 @@ std::vector<std::vector<int>> Mapping::expert_dp_groups() const {
   return layout_groups(expert_, world_, Dim::dp);
 }
 
+namespace {
+
+/// True when every server the (sorted) devices touch holds the same GPU indices: NCCL can then
+/// keep each channel on one rail.
+bool same_rails(const Cluster& c, const std::vector<int>& sorted) {
+  const int per = c.gpus_per_server();
+  std::vector<int> first, cur;
+  int server = -1;
+  bool have_first = false;
+  for (std::size_t i = 0; i <= sorted.size(); ++i) {
+    if (i == sorted.size() || sorted[i] / per != server) {
+      if (server >= 0) {
+        if (!have_first) {
+          first = cur;
+          have_first = true;
+        } else if (cur != first) {
+          return false;
+        }
+      }
+      if (i == sorted.size()) break;
+      server = sorted[i] / per;
+      cur.clear();
+    }
+    cur.push_back(sorted[i] % per);
+  }
+  return true;
+}
+
+}  // namespace
+
 GroupShape shape_of_devices(const Cluster& c, std::span<const int> devices) {
   GroupShape g;
   g.size = static_cast<int>(devices.size());
@@ -106,6 +136,23 @@ GroupShape shape_of_devices(const Cluster& c, std::span<const int> devices) {
       break;
     }
     g.per_domain[k] = fewest;
+  }
+  if (g.span_tier == c.rail_tier() && !same_rails(c, sorted)) {
+    // Servers hold different GPU indices: some hop changes rails, through the spine. Each rail
+    // (leaf block, index) is then the domain whose uplinks the group's members share.
+    const int per = c.gpus_per_server();
+    const std::int64_t block = c.domain_size(g.span_tier);
+    std::vector<std::int64_t> rails(sorted.size());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      rails[i] = sorted[i] / block * per + sorted[i] % per;
+    std::sort(rails.begin(), rails.end());
+    int fewest = g.size, run = 0;
+    for (std::size_t i = 0; i < rails.size(); ++i) {
+      run = i > 0 && rails[i] == rails[i - 1] ? run + 1 : 1;
+      if (i + 1 == rails.size() || rails[i + 1] != rails[i]) fewest = std::min(fewest, run);
+    }
+    g.per_domain[g.span_tier] = fewest;
+    ++g.span_tier;
   }
   return g;
 }
@@ -206,6 +253,9 @@ GroupShape layout_shape(const Cluster& c, const Mapping& m, const Layout& l, Dim
   const std::int64_t span = s * n;
   for (int k = 0; k < c.tier_count(); ++k) {
     const std::int64_t D = c.domain_size(k);
+    // Across rails the servers' GPU indices decide: walk the groups.
+    if (k == c.rail_tier() && s % c.gpus_per_server() != 0)
+      return periodic_layout_shape(c, m.world(), s, n);
     if (D >= m.world() || (span <= D && D % span == 0)) {
       g.span_tier = k;
       return g;

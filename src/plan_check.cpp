@@ -28,9 +28,16 @@ PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks) {
 }
 
 PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
-  const std::int64_t target = j.gpus > 0 ? j.gpus : c.gpu_count();
-  if (target > c.gpu_count()) return PlanError::gpus;
-  if (p.world() != target) return PlanError::world_mismatch;
+  if (c.has_down_gpus()) {
+    // Any size up to the usable GPUs (--gpus fixes it), each TP group inside one server.
+    if (j.gpus > c.usable_count()) return PlanError::gpus;
+    if (j.gpus > 0 && p.world() != j.gpus) return PlanError::world_mismatch;
+    if (p.world() > c.tp_capacity(p[Dim::tp])) return PlanError::placement;
+  } else {
+    const std::int64_t target = j.gpus > 0 ? j.gpus : c.gpu_count();
+    if (target > c.gpu_count()) return PlanError::gpus;
+    if (p.world() != target) return PlanError::world_mismatch;
+  }
   const int cp = p[Dim::cp], ep = p[Dim::ep];
   for (PlanError e : {tp_rule(m.spec, p[Dim::tp]), cp_rule(j.seq_len, cp),
                       ep_rule(m.spec, ep, static_cast<std::int64_t>(p[Dim::dp]) * cp)})
@@ -66,9 +73,27 @@ const char* short_reason(PlanError e) {
     case PlanError::ep_dp: return "ep does not divide dp x cp";
     case PlanError::ep_order: return "order gives experts other pipeline groups";
     case PlanError::gpus: return "more GPUs than the cluster has";
+    case PlanError::placement: return "TP groups do not fit whole on the usable GPUs";
   }
   return "?";
 }
+
+namespace {
+
+/// More GPUs than the cluster has, or than the TP groups fit whole around the ones down.
+std::string describe_gpus(PlanError e, const Cluster& c, const JobSpec& j, const Plan& p) {
+  if (e == PlanError::placement)
+    return fmt::format(
+        "tp/pp/dp: {} GPUs, but with {} GPUs down, TP groups of {} fit whole in servers on only "
+        "{} GPUs",
+        p.world(), c.spec().down.size(), p[Dim::tp], c.tp_capacity(p[Dim::tp]));
+  if (c.has_down_gpus())
+    return fmt::format("gpus: {} GPUs, but the cluster has {} usable ({} down)", j.gpus,
+                       c.usable_count(), c.spec().down.size());
+  return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
+}
+
+}  // namespace
 
 std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,
                      const Plan& p) {
@@ -84,7 +109,7 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
                          p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
                          j.gpus > 0 ? j.gpus : c.gpu_count());
     case PlanError::gpus:
-      return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
+    case PlanError::placement: return describe_gpus(e, c, j, p);
     case PlanError::tp_heads:
       return fmt::format("tp: {} does not divide {}'s {} attention heads", tp, m.spec.name,
                          m.spec.heads);

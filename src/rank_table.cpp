@@ -62,6 +62,10 @@ std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node
       throw_input(source, fmt::format("ranks[rank {}].gpu", r),
                   fmt::format("expected a GPU index from 0 to {}, got {}", g - 1, gpu));
     const int dev = node * g + gpu;
+    if (!c.usable(dev))
+      throw_input(
+          source, fmt::format("ranks[rank {}]", r),
+          fmt::format("node {} gpu {} is down ({})", node, gpu, device_name(c.spec(), dev)));
     if (owner[static_cast<std::size_t>(dev)] >= 0)
       throw_input(source, fmt::format("ranks[rank {}]", r),
                   fmt::format("node {} gpu {} is already rank {}", node, gpu,

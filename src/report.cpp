@@ -50,9 +50,11 @@ std::string context_line(const RunContext& ctx) {
       ctx.job.gpus > 0 && ctx.job.gpus < c.gpu_count()
           ? fmt::format("{} of {} x {}", ctx.job.gpus, c.gpu_count(), c.gpu().name)
           : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
-  return fmt::format("{} on {} x {} ({}), seq {}, global batch {}, {}", ctx.model.spec.name,
-                     c.spec().nodes, c.spec().name, gpus, ctx.job.seq_len, ctx.job.global_batch,
-                     to_string(ctx.job.dtype));
+  const std::string down =
+      c.has_down_gpus() ? fmt::format(", {} down", c.spec().down.size()) : std::string();
+  return fmt::format("{} on {} x {} ({}{}), seq {}, global batch {}, {}", ctx.model.spec.name,
+                     c.spec().nodes, c.spec().name, gpus, down, ctx.job.seq_len,
+                     ctx.job.global_batch, to_string(ctx.job.dtype));
 }
 
 std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r) {
@@ -95,6 +97,25 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
     break;
   }
   return out;
+}
+
+std::string placement_text(const RunContext& ctx, const Plan& p, const PlacementStats& s) {
+  const Cluster& c = ctx.cluster;
+  std::string out = fmt::format("placement: {} of {} usable GPUs", p.world(), c.usable_count());
+  if (c.has_down_gpus())
+    out += fmt::format(" ({} down: {})", c.spec().down.size(),
+                       devices_string(c.spec(), c.spec().down));
+  if (s.idle > 0) out += fmt::format(", {} idle", s.idle);
+  if (s.order_kept)
+    return out + fmt::format(
+                     "; the best order string over the usable GPUs ({}) was the best of "
+                     "{} placements costed",
+                     s.best_order, s.candidates);
+  return out + fmt::format(
+                   "; explicit placement, every TP group inside one server: {:.1f}% "
+                   "faster than the best order string over the usable GPUs ({}, {:.3f} "
+                   "s); {} placements costed",
+                   100.0 * s.gain(), s.best_order, s.order_step_time, s.candidates);
 }
 
 std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
@@ -157,6 +178,8 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
   }
   out += "\nwhy #1 wins:\n";
   for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";
+  if (r.top.front().placement)
+    out += placement_text(ctx, r.top.front().plan, *r.top.front().placement) + "\n";
   return out;
 }
 
@@ -169,7 +192,12 @@ std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
   for (const auto& [why, n] : r.rejected) rej[why] = n;
   j["rejected"] = rej;
   ordered_json plans = ordered_json::array();
-  for (const auto& cand : r.top) plans.push_back(detail::to_json(ctx, cand.plan, cand.eval));
+  for (const auto& cand : r.top) {
+    ordered_json pj = detail::to_json(ctx, cand.plan, cand.eval);
+    if (cand.placement)
+      pj["placement"] = detail::placement_json(ctx, cand.plan, cand.devices, *cand.placement);
+    plans.push_back(std::move(pj));
+  }
   j["plans"] = plans;
   j["explanation"] = explain_winner(ctx, r);
   if (r.closest_unfit)
@@ -179,6 +207,15 @@ std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
 
 std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
   return detail::to_json(ctx, p, e).dump(2) + "\n";
+}
+
+std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e,
+                            const Mapping& map, const PlacementStats& s) {
+  ordered_json j = detail::to_json(ctx, p, e);
+  std::vector<int> devices(static_cast<std::size_t>(p.world()));
+  for (std::int64_t r = 0; r < p.world(); ++r) devices[static_cast<std::size_t>(r)] = map.device(r);
+  j["placement"] = detail::placement_json(ctx, p, devices, s);
+  return j.dump(2) + "\n";
 }
 
 std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluation& e) {
@@ -238,6 +275,28 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       units::to_GiB(e.memory.optimizer), units::to_GiB(e.memory.activations),
       units::to_GiB(e.memory.other), units::to_GiB(e.memory.total()));
   return out;
+}
+
+nlohmann::ordered_json detail::placement_json(const RunContext& ctx, const Plan& p,
+                                              const std::vector<int>& devices,
+                                              const PlacementStats& s) {
+  const Cluster& c = ctx.cluster;
+  ordered_json j;
+  j["gpus"] = p.world();
+  j["usable_gpus"] = c.usable_count();
+  j["idle_gpus"] = s.idle;
+  j["order_string_step_time_s"] = sig(s.order_step_time);
+  j["best_order_string"] = s.best_order;
+  j["gain"] = sig(s.gain(), 4);
+  j["candidates"] = s.candidates;
+  const int per = c.gpus_per_server();
+  ordered_json ranks = ordered_json::array();
+  for (std::int64_t r = 0; r < p.world(); ++r) {
+    const int d = devices.empty() ? static_cast<int>(r) : devices[static_cast<std::size_t>(r)];
+    ranks.push_back(ordered_json::array({d / per, d % per}));
+  }
+  j["ranks"] = ranks;
+  return j;
 }
 
 nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {

@@ -349,14 +349,18 @@ void check_options(const Model& m, const SearchOptions& opt, int n, int cluster_
 
 /// Every set of degrees (tp, cp, pp, dp, ep) within the bounds that passes the per-dimension
 /// rules (plan_check.hpp), so the workers only see candidates that can run.
-std::vector<Plan> list_degrees(const Model& m, const JobSpec& j, const SearchOptions& opt, int n,
-                               Partial& pre) {
+std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& j,
+                               const SearchOptions& opt, int n, Partial& pre) {
   auto fixed = [&](Dim d) { return opt.fixed[d]; };
   auto max = [&](Dim d) { return opt.max[d]; };
   std::vector<Plan> configs;
   for (int tp : degree_options(n, fixed(Dim::tp), max(Dim::tp))) {
     if (const PlanError e = tp_rule(m.spec, tp); e != PlanError::none) {
       pre.reject(e);
+      continue;
+    }
+    if (c.has_down_gpus() && n > c.tp_capacity(tp)) {
+      pre.reject(PlanError::placement);
       continue;
     }
     for (int cp : degree_options(n / tp, fixed(Dim::cp), max(Dim::cp))) {
@@ -479,15 +483,15 @@ std::int64_t plans_upper_bound(const Cluster& c, const Model& m, const JobSpec& 
   const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
   check_options(m, opt, n, c.gpu_count());
   Partial pre;
-  return upper_bound_of(list_degrees(m, j, opt, n, pre), m, j, opt);
+  return upper_bound_of(list_degrees(c, m, j, opt, n, pre), m, j, opt);
 }
 
-SearchResult search(const Cluster& c, const Model& m, const JobSpec& j, const Calibration& cal,
-                    const SearchOptions& opt) {
+SearchResult search_orders(const Cluster& c, const Model& m, const JobSpec& j,
+                           const Calibration& cal, const SearchOptions& opt) {
   const int n = j.gpus > 0 ? j.gpus : c.gpu_count();
   check_options(m, opt, n, c.gpu_count());
   Partial pre;
-  const std::vector<Plan> configs = list_degrees(m, j, opt, n, pre);
+  const std::vector<Plan> configs = list_degrees(c, m, j, opt, n, pre);
   const std::int64_t bound = upper_bound_of(configs, m, j, opt);
   if (opt.max_plans > 0 && bound > opt.max_plans) throw SearchTooLarge(bound, opt.max_plans);
   const int threads = std::max(1, std::min<int>(opt.threads, static_cast<int>(configs.size())));

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <variant>
 
 #include "detail/json_input.hpp"
 #include "detail/names.hpp"
@@ -69,6 +71,63 @@ void read_hosts(const detail::JsonCursor& c, ClusterSpec& s) {
         fmt::format("expected a host per server ({}), got {}", s.nodes, s.hosts.size()));
 }
 
+/// A decimal index (digits only, at most 9), or nullopt.
+std::optional<std::int64_t> parse_index(const std::string& t) {
+  if (t.empty() || t.size() > 9 ||
+      !std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return std::nullopt;
+  return std::stoll(t);
+}
+
+/// The devices one SERVER or SERVER:GPU entry names, or the reason it names none.
+std::variant<std::vector<int>, std::string> devices_of_entry(const ClusterSpec& s,
+                                                             const std::string& entry) {
+  const int per_server = s.tiers.empty() ? 0 : s.tiers[0].fanout;
+  const auto colon = entry.find(':');
+  const std::string server = entry.substr(0, colon);
+  int node = -1;
+  if (auto it = std::find(s.hosts.begin(), s.hosts.end(), server); it != s.hosts.end())
+    node = static_cast<int>(it - s.hosts.begin());
+  else if (auto n = parse_index(server); n && *n < s.nodes)
+    node = static_cast<int>(*n);
+  if (node < 0 || node >= s.nodes)
+    return fmt::format(
+        "expected SERVER or SERVER:GPU with SERVER a host name{} or an index below "
+        "{}, got '{}'",
+        s.hosts.empty() ? " (the cluster has none)" : "", s.nodes, entry);
+  std::vector<int> out;
+  if (colon == std::string::npos) {
+    for (int g = 0; g < per_server; ++g) out.push_back(node * per_server + g);
+    return out;
+  }
+  const auto gpu = parse_index(entry.substr(colon + 1));
+  if (!gpu || *gpu >= per_server)
+    return fmt::format("expected a GPU index below {} after '{}:', got '{}'", per_server, server,
+                       entry);
+  out.push_back(node * per_server + static_cast<int>(*gpu));
+  return out;
+}
+
+void add_devices(ClusterSpec& s, const std::vector<int>& devices) {
+  s.down.insert(s.down.end(), devices.begin(), devices.end());
+  std::sort(s.down.begin(), s.down.end());
+  s.down.erase(std::unique(s.down.begin(), s.down.end()), s.down.end());
+}
+
+/// "down_gpus": ["node07:3", "node12", "5:0"].
+void read_down_gpus(const detail::JsonCursor& c, ClusterSpec& s) {
+  if (!c.has("down_gpus")) return;
+  const auto list = c.at("down_gpus");
+  for (std::size_t i = 0; i < list.array_size(); ++i) {
+    const auto& v = list.node()[i];
+    if (!v.is_string())
+      list.at(i).fail_here(fmt::format("expected \"SERVER\" or \"SERVER:GPU\", got {}", v.dump()));
+    auto devices = devices_of_entry(s, v.get<std::string>());
+    if (auto* why = std::get_if<std::string>(&devices)) list.at(i).fail_here(*why);
+    add_devices(s, std::get<std::vector<int>>(devices));
+  }
+}
+
 void check_schema(const detail::JsonCursor& c, const char* expected) {
   if (!c.has("schema")) return;
   if (c.string("schema") != expected) c.fail("schema", fmt::format("\"{}\"", expected));
@@ -107,10 +166,16 @@ std::string cluster_json(const ClusterSpec& s) {
                                 {"bandwidth_GBps", units::to_GBps(t.bandwidth)}};
     if (t.latency > 0) o["latency_us"] = units::to_us(t.latency);
     if (t.oversubscription != 1.0) o["oversubscription"] = t.oversubscription;
+    if (t.rails) o["rail_optimized"] = true;
     tiers.push_back(o);
   }
   j["tiers"] = tiers;
   if (!s.hosts.empty()) j["hosts"] = s.hosts;
+  if (!s.down.empty()) {
+    nlohmann::ordered_json down = nlohmann::ordered_json::array();
+    for (int d : s.down) down.push_back(device_name(s, d));
+    j["down_gpus"] = down;
+  }
   if (!s.source.empty()) j["source"] = s.source;
   return j.dump();
 }
@@ -120,7 +185,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
   check_schema(c, "topoplan.cluster/v1");
-  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts"});
+  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts", "down_gpus"});
   ClusterSpec s;
   s.name = c.string("name");
   s.source = c.opt_string("source").value_or("");
@@ -141,8 +206,8 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     tiers.fail_here(fmt::format("expected at most {} tiers, got {}", Cluster::kMaxTiers, n));
   for (std::size_t i = 0; i < n; ++i) {
     auto t = tiers.at(i);
-    t.warn_unknown_keys(
-        {"name", "fanout", "link", "bandwidth_GBps", "latency_us", "oversubscription"});
+    t.warn_unknown_keys({"name", "fanout", "link", "bandwidth_GBps", "latency_us",
+                         "oversubscription", "rail_optimized"});
     TierSpec tier;
     tier.name = t.string("name");
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
@@ -157,9 +222,15 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
     tier.bandwidth = units::from_GBps(t.number_in("bandwidth_GBps", 1e-3, 1e7));
     tier.latency = units::from_us(t.number_in_or("latency_us", 0, 1e7, 0.0));
     tier.oversubscription = t.number_in_or("oversubscription", 1, 1000, 1.0);
+    tier.rails = t.boolean_or("rail_optimized", false);
+    if (tier.rails && i != 1)
+      t.fail("rail_optimized", "true only on tier 1 (the leaf that joins the servers)");
+    if (tier.rails && n < 3)
+      t.fail("rail_optimized", "a tier above the rails (the spine that joins them)");
     s.tiers.push_back(tier);
   }
   read_hosts(c, s);
+  read_down_gpus(c, s);
   return s;
 }
 
@@ -188,7 +259,8 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
       bandwidth_[k] = path_min;
     }
     tier_count_ = static_cast<int>(k) + 1;
-    if (size >= gpu_count_) break;
+    // Rails need the tier above them: GPUs of different indices meet there.
+    if (size >= gpu_count_ && !(t.rails && k == 1)) break;
   }
   if (domain_[tier_count_ - 1] < gpu_count_ || spec_.tiers.size() == 0)
     throw_input(source, "nodes",
@@ -197,11 +269,69 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
                             spec_.nodes, spec_.tiers.back().name, domain_[tier_count_ - 1]));
   if (spec_.nodes > 1 && spec_.tiers.size() < 2)
     throw_input(source, "tiers", "more than one server needs a tier above the server");
+  for (std::size_t k = 0; k < spec_.tiers.size(); ++k) {
+    if (!spec_.tiers[k].rails) continue;
+    if (k != 1 || spec_.tiers.size() < 3)
+      throw_input(source, fmt::format("tiers[{}].rail_optimized", k),
+                  "expected true only on tier 1, with a tier above it");
+    rail_tier_ = 1;
+  }
+  if (!spec_.down.empty()) {
+    down_mask_.assign(static_cast<std::size_t>(gpu_count_), 0);
+    for (int d : spec_.down) {
+      if (d < 0 || d >= gpu_count_)
+        throw_input(source, "down_gpus",
+                    fmt::format("expected GPUs of the cluster's {} servers, got device {} (check "
+                                "--nodes)",
+                                spec_.nodes, d));
+      down_mask_[static_cast<std::size_t>(d)] = 1;
+    }
+    if (usable_count() == 0) throw_input(source, "down_gpus", "every GPU is down");
+  }
+}
+
+std::int64_t Cluster::tp_capacity(int tp) const {
+  const int per = gpus_per_server();
+  if (tp < 1) return 0;
+  if (tp > per && tp % per != 0) return usable_count() - usable_count() % tp;
+  std::int64_t groups = 0, whole_servers = 0;
+  for (int s = 0; s < spec_.nodes; ++s) {
+    int up = 0;
+    for (int g = 0; g < per; ++g) up += usable(s * per + g) ? 1 : 0;
+    groups += tp <= per ? up / tp : 0;
+    whole_servers += up == per ? 1 : 0;
+  }
+  if (tp > per) groups = whole_servers / (tp / per);
+  return groups * tp;
+}
+
+void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string& what) {
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string entry = list.substr(start, end - start);
+    auto devices = devices_of_entry(spec, entry);
+    if (auto* why = std::get_if<std::string>(&devices)) throw_input(what, "", *why);
+    add_devices(spec, std::get<std::vector<int>>(devices));
+    start = end + 1;
+  }
+}
+
+std::string device_name(const ClusterSpec& spec, int device) {
+  const int per = spec.tiers.empty() ? 1 : spec.tiers[0].fanout;
+  const int node = device / per;
+  const std::string server = node < static_cast<int>(spec.hosts.size())
+                                 ? spec.hosts[static_cast<std::size_t>(node)]
+                                 : std::to_string(node);
+  return fmt::format("{}:{}", server, device % per);
 }
 
 int Cluster::meet_tier(int a, int b) const {
-  for (int k = 0; k < tier_count_; ++k)
+  const int per = gpus_per_server();
+  for (int k = 0; k < tier_count_; ++k) {
+    if (k == rail_tier_ && a / per != b / per && a % per != b % per) continue;
     if (a / domain_[k] == b / domain_[k]) return k;
+  }
   return tier_count_ - 1;
 }
 

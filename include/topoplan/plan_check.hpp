@@ -30,6 +30,7 @@ enum class PlanError : unsigned char {
   ep_dp,             ///< EP does not divide dp x cp (expert layers re-divide those ranks)
   ep_order,          ///< expert and dense layers would get different pipeline groups
   gpus,              ///< more GPUs than the cluster has
+  placement,         ///< GPUs are down: the TP groups do not fit whole on the usable GPUs
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "topoplan/context.hpp"
+#include "topoplan/placement.hpp"
 #include "topoplan/search.hpp"
 
 namespace topoplan {
@@ -25,6 +26,13 @@ inline constexpr const char* kSearchSchema = "topoplan.search/v1";
                                           const Evaluation& e);
 [[nodiscard]] std::string evaluation_json(const RunContext& ctx, const Plan& p,
                                           const Evaluation& e);
+/// The same with the explicit placement (GPUs down): "placement" with the devices of the ranks.
+[[nodiscard]] std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e,
+                                          const Mapping& map, const PlacementStats& s);
+/// One line: how many GPUs the plan uses of the usable ones, which are down, and what the
+/// placement search gained over the best order string.
+[[nodiscard]] std::string placement_text(const RunContext& ctx, const Plan& p,
+                                         const PlacementStats& s);
 /// "needs 92.3 GiB per GPU; the h100-sxm has 80.0 GiB" or "" when it fits.
 [[nodiscard]] std::string infeasible_reason(const RunContext& ctx, const Evaluation& e);
 

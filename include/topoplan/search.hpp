@@ -12,6 +12,7 @@
 
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/placement.hpp"
 
 namespace topoplan {
 
@@ -48,11 +49,18 @@ struct SearchOptions {
   /// Called on the calling thread about every 100 ms: fraction of configurations done, plans
   /// costed so far. For progress bars; may be empty.
   std::function<void(double, std::int64_t)> progress;
+  /// Place the best plans with the placement search (placement.hpp) even when no GPU is down
+  /// (it always runs when some are).
+  bool place = false;
+  PlacementOptions placement{.moves = 100};
 };
 
 struct Candidate {
   Plan plan;
   Evaluation eval;
+  /// An explicit placement (rank r on devices[r]); empty: the order string, rank r on device r.
+  std::vector<int> devices;
+  std::optional<PlacementStats> placement;
 };
 
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
@@ -98,8 +106,19 @@ struct Interrupted : std::runtime_error {
 
 /// InputError if a fixed degree or micro-batch can never be valid, or when the search would cost
 /// more than opt.max_plans plans (the message says how to narrow it).
+/// With GPUs down (or opt.place): the GPU counts a plan may use are searched too (the usable
+/// count and the largest multiples of 2, 4, 8, ... below it, and what each TP degree can use
+/// whole; the 8 largest), each ranked on the regular layout; the best 2 x top_k are then placed
+/// on the usable GPUs (placement.hpp) and ranked again on their placed step times.
 [[nodiscard]] SearchResult search(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Calibration& cal, const SearchOptions& opt);
+
+/// The search over order strings alone, on GPUs 0..n-1 (search() without placement).
+[[nodiscard]] SearchResult search_orders(const Cluster& c, const Model& m, const JobSpec& j,
+                                         const Calibration& cal, const SearchOptions& opt);
+
+/// The GPU counts a search with GPUs down tries, largest first.
+[[nodiscard]] std::vector<int> candidate_worlds(const Cluster& c);
 
 /// Every distinct order for a plan's degrees: the permutations of its dimensions > 1 among their
 /// places in the default order (size-1 dimensions stay put). Sorted by order string.

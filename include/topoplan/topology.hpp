@@ -41,6 +41,10 @@ struct TierSpec {
   double bandwidth = 0;  ///< line rate, bytes/s per GPU per direction, between GPUs that meet here
   double latency = 0;    ///< seconds per step; 0: from the calibration (link and tier)
   double oversubscription = 1;  ///< down/up ratio of the links that join the lower domains
+  /// Rail-optimized (tier 1 only): the tier's switches are per GPU index, so GPU i of one server
+  /// reaches GPU i of another server under the same leaf block in one hop, and GPUs of different
+  /// indices meet only at the tier above (the spine).
+  bool rails = false;
 };
 
 struct ClusterSpec {
@@ -54,6 +58,9 @@ struct ClusterSpec {
   /// Host names in server order (optional; from Slurm's topology.conf): export's host files use
   /// them when --hosts is not given.
   std::vector<std::string> hosts;
+  /// GPUs that cannot be used (failed or drained), as device ids (server x GPUs per server +
+  /// GPU index), sorted, each once: the cluster file's down_gpus and --exclude.
+  std::vector<int> down;
 };
 
 /// Group shapes a cluster has already walked (mapping.cpp): shared by a cluster's copies.
@@ -78,8 +85,22 @@ class Cluster {
   [[nodiscard]] const std::string& tier_name(int k) const { return spec_.tiers[k].name; }
   /// GPUs in one tier-k domain (at most the whole cluster).
   [[nodiscard]] std::int64_t domain_size(int k) const { return domain_[k]; }
-  /// The innermost tier whose domain holds both devices (0 = same server).
+  /// The innermost tier whose domain holds both devices (0 = same server). On a rail-optimized
+  /// tier, GPUs of different indices in different servers meet one tier higher.
   [[nodiscard]] int meet_tier(int a, int b) const;
+  /// The rail-optimized tier (1), or -1.
+  [[nodiscard]] int rail_tier() const { return rail_tier_; }
+  /// False for a GPU listed as down.
+  [[nodiscard]] bool usable(int device) const { return down_mask_.empty() || !down_mask_[device]; }
+  /// GPUs not down.
+  [[nodiscard]] int usable_count() const {
+    return gpu_count_ - static_cast<int>(spec_.down.size());
+  }
+  /// True when some GPU is down: plans then run on an explicit placement (placement.hpp).
+  [[nodiscard]] bool has_down_gpus() const { return !spec_.down.empty(); }
+  /// The most GPUs a plan of this TP degree can use with every TP group inside one server (or,
+  /// above a server's size, on whole servers): tp x the TP groups that fit on usable GPUs.
+  [[nodiscard]] std::int64_t tp_capacity(int tp) const;
   [[nodiscard]] Link link(int k) const { return spec_.tiers[k].link; }
   /// The tier's own latency override, seconds (0: use the calibration's).
   [[nodiscard]] double latency_override(int k) const { return spec_.tiers[k].latency; }
@@ -96,8 +117,17 @@ class Cluster {
   int tier_count_ = 0;  ///< tiers in use: the first whose domain holds the whole cluster, +1
   std::array<std::int64_t, kMaxTiers> domain_{};
   std::array<double, kMaxTiers> bandwidth_{};
+  int rail_tier_ = -1;
+  std::vector<std::uint8_t> down_mask_;  ///< per device; empty when none is down
   std::shared_ptr<ShapeMemo> shape_memo_ = make_shape_memo();
 };
+
+/// Parses a list of GPUs to leave out: comma-separated SERVER (every GPU of it) or SERVER:GPU,
+/// SERVER a host name of the cluster (ClusterSpec::hosts) or a server index from 0. Adds them to
+/// spec.down (sorted, each once). InputError naming `what` and the entry.
+void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string& what);
+/// "node07:3" (or "7:3" without host names): how reports name a device.
+[[nodiscard]] std::string device_name(const ClusterSpec& spec, int device);
 
 /// Looks a GPU up by name (presets), used by cluster files that name their GPU.
 using GpuResolver = std::function<GpuSpec(const std::string& name, const std::string& source,

@@ -109,6 +109,9 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
                "PP sends wait on the critical path (Megatron without --overlap-p2p-communication)");
   cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
+  cmd.add_option("--exclude", o.exclude,
+                 "GPUs that are down: SERVER or SERVER:GPU, comma-separated (SERVER a host name "
+                 "or an index from 0), e.g. node07:3,node12; plans place ranks around them");
   cmd.add_option("--memory-headroom", o.memory_headroom,
                  "fraction of GPU memory a plan must leave free (0-0.9)")
       ->capture_default_str();
@@ -225,6 +228,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
     cs.nodes = o.nodes;
   else if (from && from->nodes)
     cs.nodes = *from->nodes;
+  if (!o.exclude.empty()) add_down_gpus(cs, o.exclude, "--exclude");
   ModelSpec ms = !o.given("--model") && from && from->model_spec
                      ? parse_model_json(*from->model_spec, from->model_spec_source)
                      : load_model(model_arg, "--model");

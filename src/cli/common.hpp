@@ -14,6 +14,7 @@
 #include "topoplan/error.hpp"
 #include "topoplan/import/plan_source.hpp"
 #include "topoplan/inference.hpp"
+#include "topoplan/placement.hpp"
 #include "topoplan/stack.hpp"
 
 namespace topoplan::cli {
@@ -41,6 +42,7 @@ struct InputOptions {
   std::string calibration;  ///< --calibration FILE
   std::string stack;        ///< --stack NAME (empty: megatron-core)
   int gpus = 0;             ///< --gpus: use this many GPUs (0: all)
+  std::string exclude;      ///< --exclude: GPUs that are down
   double memory_headroom = 0;
   bool inference = false;   ///< set by commands running --inference (fp8 weights allowed)
   CLI::App* cmd = nullptr;  ///< to tell flags given from defaults
@@ -105,6 +107,8 @@ struct Resolved {
   Inputs in;
   Plan plan;
   Mapping mapping;
+  /// Set when the placement search placed the plan (GPUs down).
+  std::optional<PlacementStats> placement = std::nullopt;
 };
 
 /// Set by SIGINT/SIGTERM (main.cpp): a running search stops and nothing is written.

@@ -6,6 +6,8 @@
 #include "topoplan/fingerprint.hpp"
 #include "topoplan/import/megatron_args.hpp"
 #include "topoplan/import/plan_json.hpp"
+#include "topoplan/placement.hpp"
+#include "topoplan/plan_check.hpp"
 #include "topoplan/rank_table.hpp"
 
 namespace topoplan::cli {
@@ -81,7 +83,9 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     throw_input(
         "--gpus", "",
         fmt::format("{} GPUs, but the cluster has {}", in.job.gpus, in.cluster.gpu_count()));
-  const std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
+  // With GPUs down a plan may use fewer: by default as many as its TP groups fit whole.
+  const bool down = in.cluster.has_down_gpus();
+  std::int64_t gpus = in.job.gpus > 0 ? in.job.gpus : in.cluster.gpu_count();
   Plan p = imp ? imp->plan : plan_from_flags(po);
   // The stack decides; Megatron-LM arguments with a layout string bring their own.
   p.flexible_layout = in.job.flexible_pipeline_layout || p.flexible_layout;
@@ -102,7 +106,8 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
   }
   if (!dp_given) {
     const std::int64_t rest = static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::pp];
-    if (gpus % rest != 0)
+    if (down && in.job.gpus == 0) gpus = in.cluster.tp_capacity(p[Dim::tp]) / rest * rest;
+    if (gpus % rest != 0 || gpus == 0)
       throw_input(imp ? source : "--tp/--cp/--pp", "",
                   fmt::format("tp {} x cp {} x pp {} does not divide the cluster's {} GPUs",
                               p[Dim::tp], p[Dim::cp], p[Dim::pp], gpus));
@@ -114,12 +119,18 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     check_fingerprint(source, "cluster", imp->cluster_fingerprint, fingerprint(in.cluster));
     check_fingerprint(source, "model", imp->model_fingerprint, fingerprint(in.model));
     check_fingerprint(source, "job", imp->job_fingerprint, fingerprint(in.job));
-    if (p.world() != gpus)
+    if (p.world() != gpus && !down)
       throw_input(source, "world_size",
                   fmt::format("{} ranks, but the cluster has {} GPUs", p.world(), gpus));
     std::vector<int> devices =
         devices_of_ranks(in.cluster, imp->node_of_rank, imp->gpu_of_rank, source);
     mapping = Mapping::with_devices(p, std::move(devices));
+  } else if (down && check_plan(in.cluster, in.model, in.job, p) == PlanError::none) {
+    // Ranks go around the GPUs that are down: the placement search decides where.
+    Placement pl = place(in.cluster, in.model, in.job, p, in.cal);
+    p = pl.plan;
+    mapping = Mapping::with_devices(p, std::move(pl.devices));
+    return Resolved{std::move(in), p, std::move(mapping), pl.stats};
   }
   return Resolved{std::move(in), p, std::move(mapping)};
 }

@@ -6,12 +6,18 @@
 #include "topoplan/context.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/inference.hpp"
+#include "topoplan/placement.hpp"
 
 namespace topoplan::detail {
 
 /// A topoplan.plan/v1 object.
 [[nodiscard]] nlohmann::ordered_json to_json(const RunContext& ctx, const Plan& p,
                                              const Evaluation& e);
+/// A plan's "placement" member: the devices of its ranks ([node, gpu] per rank) and what the
+/// placement search gained over the best order string.
+[[nodiscard]] nlohmann::ordered_json placement_json(const RunContext& ctx, const Plan& p,
+                                                    const std::vector<int>& devices,
+                                                    const PlacementStats& s);
 /// A topoplan.inference/v1 object.
 [[nodiscard]] nlohmann::ordered_json to_json(const InferenceContext& ctx, const Plan& p,
                                              const InferenceEval& e);

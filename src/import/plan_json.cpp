@@ -79,7 +79,8 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "communication",
                        "memory_gib",
                        "source",
-                       "note"});
+                       "note",
+                       "placement"});
 }
 
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
@@ -92,6 +93,26 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("overlap_grad_reduce"))
     out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
   if (c.has("overlap_p2p")) out.overlap_p2p = c.boolean_or("overlap_p2p", true);
+}
+
+/// A searched plan's explicit placement: "ranks": [[node, gpu], ...], one per rank.
+void read_placement(const detail::JsonCursor& c, ImportedPlan& out) {
+  if (!c.has("ranks")) return;
+  const auto ranks = c.at("ranks");
+  const std::int64_t world = out.plan.world();
+  if (static_cast<std::int64_t>(ranks.array_size()) != world)
+    ranks.fail_here(
+        fmt::format("expected {} entries (tp x cp x dp x pp), got {}", world, ranks.array_size()));
+  for (std::size_t i = 0; i < ranks.array_size(); ++i) {
+    const auto& v = ranks.node()[i];
+    if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
+        v[0].get<std::int64_t>() < 0 || v[1].get<std::int64_t>() < 0 ||
+        v[0].get<std::int64_t>() > (1 << 20) || v[1].get<std::int64_t>() > (1 << 20))
+      ranks.at(i).fail_here(
+          fmt::format("expected [node, gpu], two integers >= 0, got {}", v.dump()));
+    out.node_of_rank.push_back(v[0].get<int>());
+    out.gpu_of_rank.push_back(v[1].get<int>());
+  }
 }
 
 }  // namespace
@@ -122,6 +143,7 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
     read_job(job, out);
   }
   read_specs(c, out);
+  if (c.has("placement")) read_placement(c.at("placement"), out);
   return out;
 }
 

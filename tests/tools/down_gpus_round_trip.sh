@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 12: a plan searched around GPUs that are down, exported as a rank table, re-scores to the
+# same step time under evaluate --plan and evaluate --ranks, and names no down GPU.
+set -euo pipefail
+b=$1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+c=(--nodes 64 --exclude 3:5,10:0,17:2,40:7,41:1)
+"$b" plan "${c[@]}" --top 1 --format json -o "$d/p.json"
+"$b" export --plan "$d/p.json" -o "$d/r.json"
+step() { grep -m1 '"step_time_s"' | tr -d ' ,'; }
+planned=$(step < "$d/p.json")
+again=$("$b" evaluate --plan "$d/p.json" --format json | step)
+ranks=$("$b" evaluate --ranks "$d/r.json" --format json | step)
+echo "plan $planned, evaluate --plan $again, evaluate --ranks $ranks" >&2
+python3 - "$d/r.json" <<'PY'
+import json, sys
+down = {(3, 5), (10, 0), (17, 2), (40, 7), (41, 1)}
+ranks = json.load(open(sys.argv[1]))["ranks"]
+used = [(r["node"], r["gpu"]) for r in ranks]
+assert not down & set(used), "a down GPU is used"
+assert len(set(used)) == len(used), "a GPU used twice"
+PY
+test "$planned" = "$again" && test "$planned" = "$ranks" && echo same
