@@ -84,7 +84,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
   // Every order of the same degrees and choices, evaluated once.
   std::vector<Candidate> alts;
   for (const Order& o : distinct_orders(plan)) {
-    Candidate alt{plan, {}, {}, {}};
+    Candidate alt{plan, {}, {}, {}, 0};
     alt.plan.order = o;
     alt.eval = evaluate(c, ctx.model, ctx.job, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
     alts.push_back(alt);

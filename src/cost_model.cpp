@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "topoplan/cost_dims.hpp"
+#include "topoplan/stage_balance.hpp"
 
 namespace topoplan {
 
@@ -384,7 +385,14 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
 
 Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
                     const Mapping& map, const Calibration& cal) {
-  return finish(prepare(c, m, j, p, cal), plan_shapes(c, map), make_fabric(c, cal), c, j, p, cal);
+  if (!c.mixed())
+    return finish(prepare(c, m, j, p, cal), plan_shapes(c, map), make_fabric(c, cal), c, j, p, cal);
+  // GPUs of several types: each pipeline stage computes at its slowest GPU's speed.
+  PlanCore core = prepare(c, m, j, p, cal);
+  apply_stage_speeds(core, m, j, p, cal, stage_gpus(c, p, map));
+  Evaluation e = finish(core, plan_shapes(c, map), make_fabric(c, cal), c, j, p, cal);
+  e.mfu = e.model_flops_per_gpu / mean_peak_flops(c, p, map);
+  return e;
 }
 
 }  // namespace topoplan

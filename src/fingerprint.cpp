@@ -27,6 +27,9 @@ std::string fingerprint(const Cluster& c) {
   for (const auto& tier : s.tiers)
     t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}{}", tier.fanout, tier.bandwidth,
                      tier.latency, tier.oversubscription, tier.rails ? " rails" : "");
+  for (const auto& g : s.server_groups)
+    t += fmt::format(";servers {} {:.17g} {:.17g} {:.17g} {}", g.count, g.gpu.peak_flops,
+                     g.gpu.memory_bytes, g.gpu.hbm_bandwidth, static_cast<int>(g.gpu.arch));
   // GPUs down only when some are, so regular clusters keep their fingerprints.
   if (!s.down.empty()) t += ";down " + fmt::format("{}", fmt::join(s.down, ","));
   return fnv1a(t);

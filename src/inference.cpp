@@ -212,7 +212,7 @@ bool inference_ranks_before(const InferenceCandidate& a, const InferenceCandidat
   } else if (a.eval.tokens_per_s_per_gpu != b.eval.tokens_per_s_per_gpu) {
     return a.eval.tokens_per_s_per_gpu > b.eval.tokens_per_s_per_gpu;
   }
-  Candidate ca{a.plan, {}, {}, {}}, cb{b.plan, {}, {}, {}};
+  Candidate ca{a.plan, {}, {}, {}, 0}, cb{b.plan, {}, {}, {}, 0};
   ca.eval.fits = cb.eval.fits = true;
   return ranks_before(ca, cb);  // the training tie-break on the plan
 }

@@ -29,15 +29,23 @@ namespace {
 class Costing {
  public:
   Costing(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal)
-      : c_(c), j_(j), cal_(cal), core_(prepare(c, m, j, p, cal)), fab_(make_fabric(c, cal)) {}
+      : c_(c),
+        m_(m),
+        j_(j),
+        cal_(cal),
+        core_(prepare(c, m, j, p, cal)),
+        fab_(make_fabric(c, cal)) {}
   Evaluation operator()(const Plan& p, const std::vector<int>& devices) {
     ++count_;
+    if (c_.mixed())  // stage by stage on their GPUs
+      return evaluate(c_, m_, j_, p, Mapping::with_devices(p, devices), cal_);
     return finish(core_, plan_shapes(c_, Mapping::with_devices(p, devices)), fab_, c_, j_, p, cal_);
   }
   [[nodiscard]] std::int64_t count() const { return count_; }
 
  private:
   const Cluster& c_;
+  const Model& m_;
   const JobSpec& j_;
   const Calibration& cal_;
   PlanCore core_;
@@ -288,6 +296,10 @@ Placement place(const Cluster& c, const Model& m, const JobSpec& j, const Plan& 
   out.stats.step_time = out.eval.step_time;
   out.stats.candidates = cost.count();
   out.stats.idle = c.usable_count() - static_cast<int>(p.world());
+  std::vector<char> used(static_cast<std::size_t>(c.gpu_count()), 0);
+  for (int d : out.devices) used[static_cast<std::size_t>(d)] = 1;
+  for (int d : usable)
+    if (!used[static_cast<std::size_t>(d)]) out.stats.idle_devices.push_back(d);
   return out;
 }
 

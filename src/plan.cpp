@@ -71,6 +71,19 @@ StageLayers split_of(const Plan& p, std::int64_t layers) {
 
 std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   const int pp = p[Dim::pp];
+  if (!p.stage_layers.empty()) {
+    const std::int64_t v = p.vpp;
+    std::int64_t sum = 0, middle = 0;
+    if (static_cast<int>(p.stage_layers.size()) != pp) return std::nullopt;
+    for (std::size_t i = 0; i < p.stage_layers.size(); ++i) {
+      const std::int64_t n = p.stage_layers[i];
+      if (n < v || (!p.flexible_layout && n % v != 0)) return std::nullopt;
+      sum += n;
+      if (i > 0 && i + 1 < p.stage_layers.size()) middle = std::max(middle, n);
+    }
+    if (sum != layers) return std::nullopt;
+    return StageLayers{p.stage_layers.front(), middle, p.stage_layers.back()};
+  }
   if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)
     return pipeline_split(layers, pp, p.vpp, p.flexible_layout);
   const std::int64_t f = p.first_stage_layers, l = p.last_stage_layers, v = p.vpp;
@@ -84,6 +97,11 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   const std::int64_t rest = layers - f - l;
   if (rest < (pp - 2) * v || rest % (pp - 2) != 0 || !fits(rest / (pp - 2))) return std::nullopt;
   return StageLayers{f, rest / (pp - 2), l};
+}
+
+std::int64_t layers_on_stage(const Plan& p, const StageLayers& split, int i) {
+  if (!p.stage_layers.empty()) return p.stage_layers[static_cast<std::size_t>(i)];
+  return i == 0 ? split.first : i == p[Dim::pp] - 1 ? split.last : split.middle;
 }
 
 std::string recompute_string(const Plan& p) {

@@ -2,6 +2,7 @@
 #include "topoplan/plan_check.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "topoplan/mapping.hpp"
 
@@ -122,6 +123,12 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       if (p.vpp > 1 && p[Dim::pp] < 2)
         return fmt::format("vpp: interleaving ({} model chunks per rank) needs pp >= 2, got pp {}",
                            p.vpp, p[Dim::pp]);
+      if (!p.stage_layers.empty())
+        return fmt::format(
+            "stage_layers: expected {} counts (pp) of at least vpp {} layers{} adding up to {}'s "
+            "{} layers, got {}",
+            p[Dim::pp], p.vpp, p.flexible_layout || p.vpp == 1 ? "" : " (multiples of vpp)",
+            m.spec.name, m.spec.layers, fmt::join(p.stage_layers, " "));
       if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
         return fmt::format(
             "pp: {} layers on the first stage and {} on the last leave no equal "

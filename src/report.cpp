@@ -6,6 +6,7 @@
 
 #include "detail/json_output.hpp"
 #include "detail/report_json.hpp"
+#include "topoplan/stage_balance.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {
@@ -99,13 +100,43 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   return out;
 }
 
+std::string stages_text(const RunContext& ctx, const Plan& p, const Mapping& map, double step_time,
+                        double even_split_step_time) {
+  const std::vector<const GpuSpec*> gpus = stage_gpus(ctx.cluster, p, map);
+  const StageLayers split = split_of(p, ctx.model.spec.layers);
+  std::string stages;
+  for (int i = 0; i < p[Dim::pp]; ++i) {
+    // Runs of stages on one GPU type: "a100-80gb x 2 (12 12 layers)".
+    int k = i;
+    while (k + 1 < p[Dim::pp] &&
+           gpus[static_cast<std::size_t>(k + 1)] == gpus[static_cast<std::size_t>(i)])
+      ++k;
+    std::string layers;
+    for (int s2 = i; s2 <= k; ++s2)
+      layers += fmt::format("{}{}", layers.empty() ? "" : " ", layers_on_stage(p, split, s2));
+    stages += fmt::format("{}{} x {} ({} layers)", stages.empty() ? "" : ", ",
+                          gpus[static_cast<std::size_t>(i)]->name, k - i + 1, layers);
+    i = k;
+  }
+  std::string out = "mixed GPUs: pipeline stages on " + stages;
+  if (even_split_step_time > 0)
+    out += fmt::format(
+        "; this split balances them: {:.3f} s per step, against {:.3f} s for the "
+        "same plan with the default split, which ignores the difference ({:.1f}% "
+        "faster)",
+        step_time, even_split_step_time, 100.0 * (1.0 - step_time / even_split_step_time));
+  return out;
+}
+
 std::string placement_text(const RunContext& ctx, const Plan& p, const PlacementStats& s) {
   const Cluster& c = ctx.cluster;
   std::string out = fmt::format("placement: {} of {} usable GPUs", p.world(), c.usable_count());
   if (c.has_down_gpus())
     out += fmt::format(" ({} down: {})", c.spec().down.size(),
                        devices_string(c.spec(), c.spec().down));
-  if (s.idle > 0) out += fmt::format(", {} idle", s.idle);
+  if (s.idle > 0)
+    out += fmt::format(", {} idle ({}; the degrees multiply to {})", s.idle,
+                       devices_string(c.spec(), s.idle_devices, 4), p.world());
   if (s.order_kept)
     return out + fmt::format(
                      "; the best order string over the usable GPUs ({}) was the best of "
@@ -178,8 +209,21 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
   }
   out += "\nwhy #1 wins:\n";
   for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";
-  if (r.top.front().placement)
-    out += placement_text(ctx, r.top.front().plan, *r.top.front().placement) + "\n";
+  const Candidate& w = r.top.front();
+  if (w.placement) out += placement_text(ctx, w.plan, *w.placement) + "\n";
+  if (ctx.cluster.mixed()) {
+    const Mapping map =
+        w.devices.empty() ? Mapping::from_order(w.plan) : Mapping::with_devices(w.plan, w.devices);
+    out += stages_text(ctx, w.plan, map, w.eval.step_time, w.even_split_step_time) + "\n";
+    if (const auto& b = r.best_even_split)
+      out += fmt::format(
+          "side by side: #1 ({} micro-batch {}, layers per stage as above) {:.3f} s per step; the "
+          "best plan with the default split, which ignores the difference ({} micro-batch {}, "
+          "{}), {:.3f} s: #1 is {:.1f}% faster\n",
+          degrees_string(w.plan), w.plan.micro_batch, w.eval.step_time, degrees_string(b->plan),
+          b->plan.micro_batch, short_order_string(b->plan), b->eval.step_time,
+          100.0 * (1.0 - w.eval.step_time / b->eval.step_time));
+  }
   return out;
 }
 
@@ -196,6 +240,8 @@ std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
     ordered_json pj = detail::to_json(ctx, cand.plan, cand.eval);
     if (cand.placement)
       pj["placement"] = detail::placement_json(ctx, cand.plan, cand.devices, *cand.placement);
+    if (cand.even_split_step_time > 0)
+      pj["even_split_step_time_s"] = detail::sig(cand.even_split_step_time);
     plans.push_back(std::move(pj));
   }
   j["plans"] = plans;
@@ -311,6 +357,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
     j["first_stage_layers"] = p.first_stage_layers;
     j["last_stage_layers"] = p.last_stage_layers;
   }
+  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   j["microbatches"] = e.microbatches;
   j["order"] = order_string(p.order);
   j["zero"] = p.zero;

@@ -114,6 +114,41 @@ void add_devices(ClusterSpec& s, const std::vector<int>& devices) {
   s.down.erase(std::unique(s.down.begin(), s.down.end()), s.down.end());
 }
 
+/// The slowest GPU (dense FLOP/s) of the groups, with the least memory of any: the one type
+/// the parts of the model that assume one take.
+GpuSpec slowest_gpu(const std::vector<ServerGroup>& groups) {
+  GpuSpec g = groups.front().gpu;
+  for (const auto& sg : groups)
+    if (sg.gpu.peak_flops < g.peak_flops) g = sg.gpu;
+  for (const auto& sg : groups) g.memory_bytes = std::min(g.memory_bytes, sg.gpu.memory_bytes);
+  return g;
+}
+
+/// "servers": [{"count": 16, "gpu": "a100-80gb"}, {"count": 16, "gpu": "h100-sxm"}], in server
+/// order; "nodes", if given, must be their sum.
+template <class GpuAt>
+void read_server_groups(const detail::JsonCursor& c, ClusterSpec& s, const GpuAt& gpu_at) {
+  const auto groups = c.at("servers");
+  if (groups.array_size() == 0) groups.fail_here("expected at least one server group");
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < groups.array_size(); ++i) {
+    const auto g = groups.at(i);
+    g.warn_unknown_keys({"count", "gpu"});
+    ServerGroup sg;
+    sg.count = static_cast<int>(bounded(g, "count", g.positive_int("count"), Cluster::kMaxGpus));
+    sg.gpu = gpu_at(g, g.path_of("gpu"));
+    total += sg.count;
+    s.server_groups.push_back(sg);
+  }
+  if (total > Cluster::kMaxGpus)
+    groups.fail_here(fmt::format("expected at most {} servers in all", Cluster::kMaxGpus));
+  s.nodes = static_cast<int>(total);
+  if (c.has("nodes") && c.positive_int("nodes") != total)
+    c.fail("nodes", fmt::format("the servers' count summed ({})", total));
+  if (c.has("gpu")) c.fail("gpu", "no \"gpu\" next to \"servers\" (each group names its own)");
+  s.gpu = slowest_gpu(s.server_groups);
+}
+
 /// "down_gpus": ["node07:3", "node12", "5:0"].
 void read_down_gpus(const detail::JsonCursor& c, ClusterSpec& s) {
   if (!c.has("down_gpus")) return;
@@ -146,17 +181,32 @@ GpuSpec parse_gpu_json(const std::string& text, const std::string& source) {
   return gpu_from(c);
 }
 
+namespace {
+
+nlohmann::ordered_json gpu_json(const GpuSpec& g) {
+  return {{"name", g.name},
+          {"arch", to_string(g.arch)},
+          {"bf16_TFLOPs", units::to_TFLOPs(g.peak_flops)},
+          {"fp8_TFLOPs", units::to_TFLOPs(g.peak_flops_fp8)},
+          {"memory_GiB", units::to_GiB(g.memory_bytes)},
+          {"hbm_TBps", units::to_TBps(g.hbm_bandwidth)}};
+}
+
+}  // namespace
+
 std::string cluster_json(const ClusterSpec& s) {
   nlohmann::ordered_json j;
   j["schema"] = "topoplan.cluster/v1";
   j["name"] = s.name;
-  j["gpu"] = {{"name", s.gpu.name},
-              {"arch", to_string(s.gpu.arch)},
-              {"bf16_TFLOPs", units::to_TFLOPs(s.gpu.peak_flops)},
-              {"fp8_TFLOPs", units::to_TFLOPs(s.gpu.peak_flops_fp8)},
-              {"memory_GiB", units::to_GiB(s.gpu.memory_bytes)},
-              {"hbm_TBps", units::to_TBps(s.gpu.hbm_bandwidth)}};
+  j["gpu"] = gpu_json(s.gpu);
   j["nodes"] = s.nodes;
+  if (!s.server_groups.empty()) {
+    j.erase("gpu");
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (const auto& g : s.server_groups)
+      groups.push_back({{"count", g.count}, {"gpu", gpu_json(g.gpu)}});
+    j["servers"] = groups;
+  }
   j["server"] = {{"nics", s.nics_per_server}, {"nic_Gbps", units::to_Gbps(s.nic_bandwidth)}};
   nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
   for (const auto& t : s.tiers) {
@@ -185,16 +235,22 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
   check_schema(c, "topoplan.cluster/v1");
-  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts", "down_gpus"});
+  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts", "down_gpus", "servers"});
   ClusterSpec s;
   s.name = c.string("name");
   s.source = c.opt_string("source").value_or("");
-  if (c.has("gpu") && c.node().at("gpu").is_string())
-    s.gpu = resolve_gpu(c.string("gpu"), source, "gpu");
-  else
-    s.gpu = gpu_from(c.at("gpu"));
-  s.nodes =
-      static_cast<int>(bounded(c, "nodes", c.int_at_least_or("nodes", 1, 1), Cluster::kMaxGpus));
+  auto gpu_at = [&](const detail::JsonCursor& at, const std::string& path) {
+    if (at.has("gpu") && at.node().at("gpu").is_string())
+      return resolve_gpu(at.string("gpu"), source, path);
+    return gpu_from(at.at("gpu"));
+  };
+  if (c.has("servers")) {
+    read_server_groups(c, s, gpu_at);
+  } else {
+    s.gpu = gpu_at(c, "gpu");
+    s.nodes =
+        static_cast<int>(bounded(c, "nodes", c.int_at_least_or("nodes", 1, 1), Cluster::kMaxGpus));
+  }
   auto server = c.at("server");
   server.warn_unknown_keys({"nics", "nic_Gbps"});
   s.nics_per_server = static_cast<int>(bounded(server, "nics", server.positive_int("nics"), 64));
@@ -275,6 +331,21 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
       throw_input(source, fmt::format("tiers[{}].rail_optimized", k),
                   "expected true only on tier 1, with a tier above it");
     rail_tier_ = 1;
+  }
+  if (!spec_.server_groups.empty()) {
+    std::int64_t listed = 0;
+    for (const auto& g : spec_.server_groups) listed += g.count;
+    if (listed != spec_.nodes)
+      throw_input(
+          source, "servers",
+          fmt::format("{} servers listed, but the cluster has {} (--nodes)", listed, spec_.nodes));
+    for (std::size_t i = 0; i < spec_.server_groups.size(); ++i)
+      for (int k = 0; k < spec_.server_groups[i].count; ++k)
+        type_of_server_.push_back(static_cast<std::uint16_t>(i));
+    for (std::size_t i = 1; i < spec_.server_groups.size(); ++i)
+      if (spec_.server_groups[i].gpu.name != spec_.server_groups[0].gpu.name) mixed_ = true;
+    if (spec_.server_groups.size() > 4096)
+      throw_input(source, "servers", "expected at most 4096 server groups");
   }
   if (!spec_.down.empty()) {
     down_mask_.assign(static_cast<std::size_t>(gpu_count_), 0);

@@ -20,13 +20,14 @@ struct PlacementOptions {
 
 /// What the placement search did, for reports.
 struct PlacementStats {
-  double order_step_time = 0;   ///< the best order string laid over the usable GPUs
-  double step_time = 0;         ///< the placement's
-  std::string best_order;       ///< that order string
-  std::int64_t candidates = 0;  ///< placements costed (order strings, constructions, moves)
-  int improvements = 0;         ///< moves that made it faster
-  bool order_kept = false;      ///< the best order string was the best placement
-  int idle = 0;                 ///< usable GPUs the plan leaves idle
+  double order_step_time = 0;     ///< the best order string laid over the usable GPUs
+  double step_time = 0;           ///< the placement's
+  std::string best_order;         ///< that order string
+  std::int64_t candidates = 0;    ///< placements costed (order strings, constructions, moves)
+  int improvements = 0;           ///< moves that made it faster
+  bool order_kept = false;        ///< the best order string was the best placement
+  int idle = 0;                   ///< usable GPUs the plan leaves idle
+  std::vector<int> idle_devices;  ///< which (device ids)
   /// The fraction of the order string's step time the placement saves (0 when it kept it).
   [[nodiscard]] double gain() const;
 };

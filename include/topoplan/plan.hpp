@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace topoplan {
 
@@ -54,6 +55,10 @@ struct Plan {
   /// default split, pipeline_split). The middle stages share the rest equally.
   std::int64_t first_stage_layers = 0;
   std::int64_t last_stage_layers = 0;
+  /// Layers on every pipeline stage, first to last (empty: the split above): how stages on GPUs
+  /// of different speeds are balanced (stage_balance.hpp). Each holds at least vpp layers (a
+  /// multiple of vpp unless flexible_layout).
+  std::vector<std::int64_t> stage_layers;
   /// Megatron-core's --pipeline-model-parallel-layout: with interleaving, a stage's layers need
   /// not be a multiple of vpp (its model chunks differ by a layer); set from the software stack.
   bool flexible_layout = false;
@@ -90,6 +95,8 @@ struct StageLayers {
 /// The plan's split of `layers`: its explicit first/last stage layers, or the default split;
 /// nullopt when that is not a valid split (plan_check reports why).
 [[nodiscard]] std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers);
+/// Layers on pipeline stage `i` of a plan's split (its stage_layers when set).
+[[nodiscard]] std::int64_t layers_on_stage(const Plan& p, const StageLayers& split, int i);
 /// The split a plan that passed check_plan runs with (plan_split; the vpp-1 default otherwise).
 [[nodiscard]] StageLayers split_of(const Plan& p, std::int64_t layers);
 

@@ -29,6 +29,10 @@ inline constexpr const char* kSearchSchema = "topoplan.search/v1";
 /// The same with the explicit placement (GPUs down): "placement" with the devices of the ranks.
 [[nodiscard]] std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e,
                                           const Mapping& map, const PlacementStats& s);
+/// Mixed GPU types: one line naming each pipeline stage's GPU and layers, and (when the search
+/// balanced them) the step time of the same plan with the default split.
+[[nodiscard]] std::string stages_text(const RunContext& ctx, const Plan& p, const Mapping& map,
+                                      double step_time, double even_split_step_time);
 /// One line: how many GPUs the plan uses of the usable ones, which are down, and what the
 /// placement search gained over the best order string.
 [[nodiscard]] std::string placement_text(const RunContext& ctx, const Plan& p,

@@ -61,6 +61,9 @@ struct Candidate {
   /// An explicit placement (rank r on devices[r]); empty: the order string, rank r on device r.
   std::vector<int> devices;
   std::optional<PlacementStats> placement;
+  /// Mixed GPU types: the step time of the same plan with the default layer split, which ignores
+  /// the stages' different speeds (0: not mixed, or the default split was kept).
+  double even_split_step_time = 0;
 };
 
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
@@ -82,6 +85,9 @@ struct SearchResult {
   std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
   std::int64_t plans_upper_bound = 0;  ///< what the search could have costed at most
+  /// Mixed GPU types: the best plan with the default layer split (the one a planner that
+  /// ignores the stages' different speeds picks), costed stage by stage on its GPUs.
+  std::optional<Candidate> best_even_split;
 };
 
 /// A search refused for its size (SearchOptions::max_plans): the figures, for a front end to say
@@ -106,6 +112,9 @@ struct Interrupted : std::runtime_error {
 
 /// InputError if a fixed degree or micro-batch can never be valid, or when the search would cost
 /// more than opt.max_plans plans (the message says how to narrow it).
+/// On a cluster of mixed GPU types the plans are ranked with the slowest GPU everywhere, then
+/// the best 2 x top_k are costed stage by stage on their own GPUs with the layer split that
+/// balances them (stage_balance.hpp) and ranked again.
 /// With GPUs down (or opt.place): the GPU counts a plan may use are searched too (the usable
 /// count and the largest multiples of 2, 4, 8, ... below it, and what each TP degree can use
 /// whole; the 8 largest), each ranked on the regular layout; the best 2 x top_k are then placed

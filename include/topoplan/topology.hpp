@@ -47,10 +47,20 @@ struct TierSpec {
   bool rails = false;
 };
 
+/// Servers of one GPU type, listed in server order (a cluster of mixed generations).
+struct ServerGroup {
+  int count = 0;
+  GpuSpec gpu;
+};
+
 struct ClusterSpec {
   std::string name;
   std::string source;  ///< citation for the figures
+  /// The GPU; with server groups of several types, the slowest (dense FLOP/s) with the least
+  /// memory of any: what a part of the model that assumes one type takes.
   GpuSpec gpu;
+  /// Servers by GPU type in server order ("servers" in the cluster file); empty: all `gpu`.
+  std::vector<ServerGroup> server_groups;
   int nodes = 1;             ///< servers
   int nics_per_server = 0;   ///< NICs used for GPU traffic between servers
   double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
@@ -88,6 +98,13 @@ class Cluster {
   /// The innermost tier whose domain holds both devices (0 = same server). On a rail-optimized
   /// tier, GPUs of different indices in different servers meet one tier higher.
   [[nodiscard]] int meet_tier(int a, int b) const;
+  /// True when servers hold GPUs of more than one type.
+  [[nodiscard]] bool mixed() const { return mixed_; }
+  /// The GPU type of a device (the cluster's GPU unless mixed).
+  [[nodiscard]] const GpuSpec& gpu_of(int device) const {
+    return !mixed_ ? spec_.gpu
+                   : spec_.server_groups[type_of_server_[device / gpus_per_server()]].gpu;
+  }
   /// The rail-optimized tier (1), or -1.
   [[nodiscard]] int rail_tier() const { return rail_tier_; }
   /// False for a GPU listed as down.
@@ -118,7 +135,9 @@ class Cluster {
   std::array<std::int64_t, kMaxTiers> domain_{};
   std::array<double, kMaxTiers> bandwidth_{};
   int rail_tier_ = -1;
-  std::vector<std::uint8_t> down_mask_;  ///< per device; empty when none is down
+  bool mixed_ = false;
+  std::vector<std::uint16_t> type_of_server_;  ///< mixed: server -> server group
+  std::vector<std::uint8_t> down_mask_;        ///< per device; empty when none is down
   std::shared_ptr<ShapeMemo> shape_memo_ = make_shape_memo();
 };
 

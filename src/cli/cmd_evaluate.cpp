@@ -51,8 +51,14 @@ int run_evaluate(const EvaluateArgs& a) {
   placed.order_kept = r.placement ? r.placement->order_kept : true;
   placed.idle = r.in.cluster.usable_count() - static_cast<int>(r.plan.world());
   const bool down = r.in.cluster.has_down_gpus();
-  if (down && f == "table") {
+  if ((down || r.in.cluster.mixed()) && f == "table") {
     std::string text = evaluation_text(ctx, r.plan, e);
+    if (r.in.cluster.mixed())
+      text += "\n" + stages_text(ctx, r.plan, r.mapping, e.step_time, 0) + "\n";
+    if (!down) {
+      write_output(a.out.path, text);
+      return 0;
+    }
     text += "\n" +
             (r.placement ? placement_text(ctx, r.plan, placed)
                          : fmt::format("placement: {} of {} usable GPUs, as the rank file "

@@ -155,6 +155,9 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
                  "--decoder-first-pipeline-num-layers; default: the uneven split topoplan picks)");
   cmd.add_option("--last-stage-layers", o.last_stage_layers,
                  "layers on the last pipeline stage (--decoder-last-pipeline-num-layers)");
+  cmd.add_option("--stage-layers", o.stage_layers,
+                 "layers on every pipeline stage, comma-separated, first to last (exported as "
+                 "Megatron-core's --pipeline-model-parallel-layout)");
   add_choice_options(cmd, o.choice, false);
   cmd.add_option("--plan", o.plan_file,
                  "the plan as JSON written by plan, evaluate or export (first plan of a search)");
@@ -303,6 +306,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--no-sequence-parallel",
                                                   "--first-stage-layers",
                                                   "--last-stage-layers",
+                                                  "--stage-layers",
                                                   "--max-cp",
                                                   "--variants"};
   static constexpr const char* kServingOnly[] = {

@@ -65,6 +65,7 @@ struct ChoiceOptions {
 struct PlanOptions {
   int tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, micro_batch = 0, vpp = 0;  ///< 0: not given
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;            ///< 0: the default split
+  std::string stage_layers;  ///< --stage-layers 12,12,28,28 (empty: not given)
   int recompute_layers = 0;  ///< with --recompute full: layers per stage (0: all)
   std::string order;
   ChoiceOptions choice;

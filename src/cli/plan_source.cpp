@@ -17,7 +17,7 @@ bool any_plan_flag(const PlanOptions& po) {
   return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
          !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
          po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers ||
-         po.recompute_layers;
+         !po.stage_layers.empty() || po.recompute_layers;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -27,6 +27,25 @@ void check_fingerprint(const std::string& file, const char* what,
                 fmt::format("the placement was exported for a different {} ({}; these inputs give "
                             "{}): pass the same --cluster/--nodes/--model/--seq-len/--global-batch",
                             what, *recorded, now));
+}
+
+/// --stage-layers 12,12,28,28: positive counts (the pipeline degree is checked with the plan).
+std::vector<std::int64_t> parse_stage_layers(const std::string& text) {
+  std::vector<std::int64_t> out;
+  if (text.empty()) return out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const bool digits = !item.empty() && item.size() <= 7 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(item) < 1)
+      throw_input("--stage-layers", "",
+                  fmt::format("expected layer counts from 1, comma-separated, got '{}'", item));
+    out.push_back(std::stoll(item));
+    start = end + 1;
+  }
+  return out;
 }
 
 /// The plan the flags give (dp 0 when not given: the GPUs decide).
@@ -52,6 +71,7 @@ Plan plan_from_flags(const PlanOptions& po) {
   p.recompute_layers = po.recompute_layers;
   p.first_stage_layers = po.first_stage_layers;
   p.last_stage_layers = po.last_stage_layers;
+  p.stage_layers = parse_stage_layers(po.stage_layers);
   return p;
 }
 

@@ -80,13 +80,33 @@ std::string pipeline_layout(const Plan& p, const StageLayers& split) {
   std::string out;
   for (int c = 0; c < p.vpp; ++c)
     for (int i = 0; i < pp; ++i) {
-      const std::int64_t stage = i == 0 ? split.first : i == pp - 1 ? split.last : split.middle;
+      const std::int64_t stage = layers_on_stage(p, split, i);
       if (!out.empty()) out += '|';
       if (c == 0 && i == 0) out += 'E';
       out += std::string(static_cast<std::size_t>(chunk_layers(stage, p.vpp, c)), 't');
       if (c == p.vpp - 1 && i == pp - 1) out += 'L';
     }
   return out;
+}
+
+/// The interleaving and the split: virtual stages by their current name (older Megatron-LM:
+/// --num-layers-per-virtual-pipeline-stage layers / (pp x vpp)); an uneven split names the first
+/// and last stages' layers; a split no such flag gives (chunks of unequal size, middle stages
+/// that differ) as a layout string.
+std::string pipeline_args(const Plan& p, const StageLayers& split) {
+  bool uneven_middle = false;
+  for (int i = 1; i + 1 < p[Dim::pp]; ++i)
+    uneven_middle = uneven_middle || layers_on_stage(p, split, i) != split.middle;
+  if (uneven_middle || split.first % p.vpp != 0 || split.middle % p.vpp != 0 ||
+      split.last % p.vpp != 0)
+    return fmt::format(" --pipeline-model-parallel-layout \"{}\"", pipeline_layout(p, split));
+  std::string args;
+  if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
+  if (!split.even())
+    args +=
+        fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                    split.first, split.last);
+  return args;
 }
 
 }  // namespace
@@ -104,20 +124,8 @@ std::string export_megatron_args(const ExportContext& x) {
       "--global-batch-size {} --seq-length {} --{}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
       to_string(j.dtype));
-  // Virtual stages by their current name (older Megatron-LM: --num-layers-per-virtual-pipeline-
-  // stage layers / (pp x vpp)); an uneven split names the first and last stages' layers.
   const StageLayers split = split_of(p, x.run.model.spec.layers);
-  const bool needs_layout =
-      split.first % p.vpp != 0 || split.middle % p.vpp != 0 || split.last % p.vpp != 0;
-  if (needs_layout) {
-    args += fmt::format(" --pipeline-model-parallel-layout \"{}\"", pipeline_layout(p, split));
-  } else {
-    if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
-    if (!split.even())
-      args += fmt::format(
-          " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-          split.first, split.last);
-  }
+  args += pipeline_args(p, split);
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
@@ -135,7 +143,10 @@ std::string export_megatron_args(const ExportContext& x) {
                       megatron_model_args(x.run.model.spec, j.seq_len));  // GCC 12 warns on " " + s
   out += fmt::format("# model {}: vocabulary {} (Megatron-LM takes it from the tokenizer)\n",
                      x.run.model.spec.name, x.run.model.spec.vocab);
-  if (!split.even())
+  if (!p.stage_layers.empty())
+    out += fmt::format("# pipeline: {} layers as {} from the first stage to the last\n",
+                       x.run.model.spec.layers, fmt::join(p.stage_layers, " "));
+  else if (!split.even())
     out += fmt::format(
         "# pipeline: {} layers as {} on the first stage, {} on each middle stage, {} on "
         "the last\n",

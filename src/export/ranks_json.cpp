@@ -20,6 +20,7 @@ std::string export_ranks_json(const ExportContext& x) {
     plan["first_stage_layers"] = x.plan.first_stage_layers;
     plan["last_stage_layers"] = x.plan.last_stage_layers;
   }
+  if (!x.plan.stage_layers.empty()) plan["stage_layers"] = x.plan.stage_layers;
   plan["order"] = order_string(x.plan.order);
   plan["zero"] = x.plan.zero;
   plan["recompute"] = to_string(x.plan.recompute);

@@ -252,14 +252,13 @@ void apply_layout(const ImportedPlan& imp, std::int64_t layers, Plan& p) {
   if (total != layers)
     throw_input("--megatron-args", flag,
                 fmt::format("expected the model's {} decoder layers, got {}", layers, total));
-  for (int i = 2; i < pp - 1; ++i)
-    if (stage[static_cast<std::size_t>(i)] != stage[1])
-      throw_input("--megatron-args", flag,
-                  fmt::format("expected the middle pipeline stages to hold equal layers (topoplan "
-                              "models that split), got {} and {}",
-                              stage[1], stage[static_cast<std::size_t>(i)]));
   p.vpp = static_cast<int>(n / pp);
   p.flexible_layout = true;
+  for (int i = 2; i < pp - 1; ++i)
+    if (stage[static_cast<std::size_t>(i)] != stage[1]) {  // every stage its own count
+      p.stage_layers = stage;
+      return;
+    }
   p.first_stage_layers = stage.front();
   p.last_stage_layers = stage.back();
 }

@@ -17,6 +17,15 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   out.plan.vpp = static_cast<int>(c.int_at_least_or("vpp", 1, 1));
   out.plan.first_stage_layers = c.int_at_least_or("first_stage_layers", 1, 0);
   out.plan.last_stage_layers = c.int_at_least_or("last_stage_layers", 1, 0);
+  if (c.has("stage_layers")) {
+    const auto v = c.at("stage_layers");
+    for (std::size_t i = 0; i < v.array_size(); ++i) {
+      const auto& n = v.node()[i];
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > 1000000)
+        v.at(i).fail_here(fmt::format("expected a layer count from 1, got {}", n.dump()));
+      out.plan.stage_layers.push_back(n.get<std::int64_t>());
+    }
+  }
   if (c.has("order"))
     out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
   out.plan.zero = static_cast<int>(c.int_at_least_or("zero", 0, 1));
@@ -67,6 +76,7 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "recompute_layers",
                        "first_stage_layers",
                        "last_stage_layers",
+                       "stage_layers",
                        "fits",
                        "infeasible_reason",
                        "step_time_s",
@@ -80,7 +90,8 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "memory_gib",
                        "source",
                        "note",
-                       "placement"});
+                       "placement",
+                       "even_split_step_time_s"});
 }
 
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {

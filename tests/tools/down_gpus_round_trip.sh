@@ -8,10 +8,13 @@ trap 'rm -rf "$d"' EXIT
 c=(--nodes 64 --exclude 3:5,10:0,17:2,40:7,41:1)
 "$b" plan "${c[@]}" --top 1 --format json -o "$d/p.json"
 "$b" export --plan "$d/p.json" -o "$d/r.json"
-step() { grep -m1 '"step_time_s"' | tr -d ' ,'; }
-planned=$(step < "$d/p.json")
-again=$("$b" evaluate --plan "$d/p.json" --format json | step)
-ranks=$("$b" evaluate --ranks "$d/r.json" --format json | step)
+# Whole files, not pipes: grep -m1 closing a pipe early would fail the writer (pipefail).
+"$b" evaluate --plan "$d/p.json" --format json -o "$d/again.json"
+"$b" evaluate --ranks "$d/r.json" --format json -o "$d/ranks.json"
+step() { grep '"step_time_s"' "$1" | head -n 1 | tr -d ' ,'; }
+planned=$(step "$d/p.json")
+again=$(step "$d/again.json")
+ranks=$(step "$d/ranks.json")
 echo "plan $planned, evaluate --plan $again, evaluate --ranks $ranks" >&2
 python3 - "$d/r.json" <<'PY'
 import json, sys
