@@ -45,6 +45,18 @@ RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::
   return t;
 }
 
+std::vector<int> launch_ranks(const Mapping& m) {
+  std::vector<std::pair<int, int>> by_device;  // (device, rank)
+  by_device.reserve(static_cast<std::size_t>(m.world()));
+  for (std::int64_t r = 0; r < m.world(); ++r)
+    by_device.emplace_back(m.device(r), static_cast<int>(r));
+  std::sort(by_device.begin(), by_device.end());
+  std::vector<int> out(by_device.size());
+  for (std::size_t i = 0; i < by_device.size(); ++i)
+    out[static_cast<std::size_t>(by_device[i].second)] = static_cast<int>(i);
+  return out;
+}
+
 std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node_of_rank,
                                   const std::vector<int>& gpu_of_rank, const std::string& source) {
   const int g = c.gpus_per_server();

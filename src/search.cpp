@@ -359,7 +359,7 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
       pre.reject(e);
       continue;
     }
-    if (c.has_down_gpus() && n > c.tp_capacity(tp)) {
+    if ((c.has_down_gpus() || opt.place) && n > c.tp_capacity(tp)) {
       pre.reject(PlanError::placement);
       continue;
     }

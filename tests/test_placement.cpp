@@ -9,6 +9,7 @@
 #include "topoplan/error.hpp"
 #include "topoplan/placement.hpp"
 #include "topoplan/plan_check.hpp"
+#include "topoplan/rank_table.hpp"
 #include "topoplan/search.hpp"
 
 using namespace topoplan;
@@ -176,4 +177,17 @@ TEST_CASE("the placement search never returns anything slower than the best orde
     // Deterministic: the same inputs give the same devices.
     CHECK(place(c, m, j, p, Calibration{}).devices == pl.devices);
   }
+}
+
+TEST_CASE("launch ranks: the placement's ranks numbered node by node in GPU order") {
+  const Plan p = plan(2, 2, 2);
+  // Rank r on device 7 - r: launch order reverses the ranks.
+  std::vector<int> devices{7, 6, 5, 4, 3, 2, 1, 0};
+  const Mapping m = Mapping::with_devices(p, devices);
+  const std::vector<int> launch = launch_ranks(m);
+  for (int r = 0; r < 8; ++r) CHECK(launch[static_cast<std::size_t>(r)] == 7 - r);
+  // A subset of devices: positions among the used ones.
+  const Mapping sub = Mapping::with_devices(p, {0, 2, 4, 6, 9, 11, 13, 15});
+  const std::vector<int> l2 = launch_ranks(sub);
+  for (int r = 0; r < 8; ++r) CHECK(l2[static_cast<std::size_t>(r)] == r);
 }

@@ -29,6 +29,11 @@ struct RankTable {
   bool gpus_permuted = false;
 };
 
+/// The launch rank of every rank: its device's position among the devices the mapping uses, in
+/// device order (node by node, GPU by GPU). Processes started in that order (one per used GPU,
+/// as launchers number them) run where the mapping puts each rank; a DeviceMesh built from these
+/// numbers (export --format devicemesh) gives each rank its groups.
+[[nodiscard]] std::vector<int> launch_ranks(const Mapping& m);
 /// `hosts` may be empty (names node000, node001, ...); otherwise one per server.
 [[nodiscard]] RankTable build_rank_table(const Cluster& c, const Mapping& m,
                                          std::vector<std::string> hosts);

@@ -25,6 +25,7 @@ struct PlanArgs {
   int threads = 0;
   std::int64_t max_plans = 500'000'000;
   bool variants = false;
+  bool place = false;
   std::string order;
 };
 
@@ -80,6 +81,7 @@ int run_plan(const PlanArgs& a) {
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   opt.top_k = a.top;
   opt.distinct = !a.variants;
+  opt.place = a.place;
   opt.zero = a.choice.zero;
   if (!a.choice.recompute.empty())
     opt.recompute = parse_recompute(a.choice.recompute, "--recompute");
@@ -142,6 +144,9 @@ Runner register_plan(CLI::App& cmd) {
   add_choice_options(cmd, a->choice, true);
   add_inference_options(cmd, a->inf, true);
   cmd.add_option("--top", a->top, "how many plans to list")->capture_default_str();
+  cmd.add_flag("--place", a->place,
+               "place ranks with the placement search even when no GPU is down: every TP group "
+               "inside one server (with --gpus N, on N of the GPUs); on by itself with GPUs down");
   cmd.add_flag("--variants", a->variants,
                "list every variant, not only the best of each degrees and micro-batch");
   add_output_options(cmd, a->out, {"table", "json", "html"});

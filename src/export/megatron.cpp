@@ -180,6 +180,31 @@ std::string export_megatron_args(const ExportContext& x) {
   return out + args + "\n";
 }
 
+namespace {
+
+/// A mesh over launch ranks: processes started node by node in GPU order build the placement's
+/// groups from it, whatever the placement (DeviceMesh takes any tensor of ranks).
+std::string explicit_mesh(const std::vector<int>& launch, const std::string& shape,
+                          const std::string& names, bool single) {
+  std::string out =
+      "# An explicit placement: start one process per GPU it uses, numbered node by node in GPU\n"
+      "# order (ranks.json launch_rank; CUDA_VISIBLE_DEVICES = the GPUs ranks.json names on that\n"
+      "# node); the mesh below then gives every process the groups topoplan placed it in.\n"
+      "import torch\nfrom torch.distributed.device_mesh import DeviceMesh\n\n";
+  std::string ranks;
+  for (std::size_t i = 0; i < launch.size(); ++i) {
+    if (i > 0) ranks += i % 32 == 0 ? ",\n    " : ", ";
+    ranks += std::to_string(launch[i]);
+  }
+  out += fmt::format("launch_ranks = torch.tensor([\n    {}]).reshape({}{})\n", ranks, shape,
+                     single ? "," : "");
+  out += fmt::format("mesh = DeviceMesh(\"cuda\", launch_ranks, mesh_dim_names=({}{}))\n", names,
+                     single ? "," : "");
+  return out;
+}
+
+}  // namespace
+
 std::string export_devicemesh(const ExportContext& x) {
   const Plan& p = x.plan;
   // DeviceMesh is row-major (last dim innermost): reverse the order string, drop size-1 dims.
@@ -199,13 +224,19 @@ std::string export_devicemesh(const ExportContext& x) {
       "# PyTorch DeviceMesh for {} (order {}, reversed: the last dim "
       "is innermost)\n",
       short_order_string(p), order_string(p.order));
-  if (!x.mapping.identity()) out += launch_note(x.table);
+  if (!x.mapping.identity() && !launchers_for(x.table).empty()) out += launch_note(x.table);
   if (p[Dim::ep] > 1)
     out += fmt::format(
         "# expert parallelism ({}) re-divides the mesh for MoE layers: see "
         "ranks.json groups.ep\n",
         p[Dim::ep]);
   const bool single = dims.size() == 1;
+  // Ranks in device order (launchers number them so): the mesh of the order string is right.
+  bool in_device_order = true;
+  const std::vector<int> launch = launch_ranks(x.mapping);
+  for (std::size_t r = 0; r < launch.size(); ++r)
+    in_device_order = in_device_order && launch[r] == static_cast<int>(r);
+  if (!in_device_order) return out + explicit_mesh(launch, shape, names, single);
   out += "from torch.distributed.device_mesh import init_device_mesh\n\n";
   out += fmt::format("mesh = init_device_mesh(\"cuda\", ({}{}), mesh_dim_names=({}{}))\n", shape,
                      single ? "," : "", names, single ? "," : "");

@@ -37,9 +37,13 @@ std::string export_ranks_json(const ExportContext& x) {
                        {"model", fingerprint(run.model)},
                        {"job", fingerprint(run.job)}};
   ordered_json ranks = ordered_json::array();
+  // An explicit placement: the order to start processes in (devicemesh.py builds on it).
+  const std::vector<int> launch =
+      x.mapping.identity() ? std::vector<int>{} : launch_ranks(x.mapping);
   for (const auto& e : x.table.ranks) {
     ordered_json r;
     r["rank"] = e.rank;
+    if (!launch.empty()) r["launch_rank"] = launch[static_cast<std::size_t>(e.rank)];
     r["node"] = e.node;
     r["host"] = x.table.hosts[e.node];
     r["local_rank"] = e.local_rank;

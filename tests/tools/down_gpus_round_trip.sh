@@ -23,5 +23,12 @@ ranks = json.load(open(sys.argv[1]))["ranks"]
 used = [(r["node"], r["gpu"]) for r in ranks]
 assert not down & set(used), "a down GPU is used"
 assert len(set(used)) == len(used), "a GPU used twice"
+launch = sorted(r["launch_rank"] for r in ranks)
+assert launch == list(range(len(ranks))), "launch ranks are not a permutation"
+by_launch = sorted(ranks, key=lambda r: r["launch_rank"])
+assert [(r["node"], r["gpu"]) for r in by_launch] == sorted(used), "launch order is not device order"
 PY
+# The DeviceMesh export builds the groups from launch ranks (a permutation of the ranks).
+"$b" export --plan "$d/p.json" --format devicemesh -o "$d/mesh.py"
+grep -q 'mesh = DeviceMesh("cuda", launch_ranks' "$d/mesh.py"
 test "$planned" = "$again" && test "$planned" = "$ranks" && echo same
