@@ -28,8 +28,8 @@ std::string fingerprint(const Cluster& c) {
     t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}{}", tier.fanout, tier.bandwidth,
                      tier.latency, tier.oversubscription, tier.rails ? " rails" : "");
   for (const auto& g : s.server_groups)
-    t += fmt::format(";servers {} {:.17g} {:.17g} {:.17g} {}", g.count, g.gpu.peak_flops,
-                     g.gpu.memory_bytes, g.gpu.hbm_bandwidth, static_cast<int>(g.gpu.arch));
+    t += fmt::format(";servers {} {:.17g} {:.17g} {:.17g} {} {}", g.count, g.gpu.peak_flops,
+                     g.gpu.memory_bytes, g.gpu.hbm_bandwidth, static_cast<int>(g.gpu.arch), g.gpus);
   // GPUs down only when some are, so regular clusters keep their fingerprints.
   if (!s.down.empty()) t += ";down " + fmt::format("{}", fmt::join(s.down, ","));
   return fnv1a(t);

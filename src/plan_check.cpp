@@ -85,12 +85,12 @@ namespace {
 std::string describe_gpus(PlanError e, const Cluster& c, const JobSpec& j, const Plan& p) {
   if (e == PlanError::placement)
     return fmt::format(
-        "tp/pp/dp: {} GPUs, but with {} GPUs down, TP groups of {} fit whole in servers on only "
-        "{} GPUs",
-        p.world(), c.spec().down.size(), p[Dim::tp], c.tp_capacity(p[Dim::tp]));
+        "tp/pp/dp: {} GPUs, but with {} GPUs down or absent, TP groups of {} fit whole in servers "
+        "on only {} GPUs",
+        p.world(), c.gpu_count() - c.usable_count(), p[Dim::tp], c.tp_capacity(p[Dim::tp]));
   if (c.has_down_gpus())
-    return fmt::format("gpus: {} GPUs, but the cluster has {} usable ({} down)", j.gpus,
-                       c.usable_count(), c.spec().down.size());
+    return fmt::format("gpus: {} GPUs, but the cluster has {} usable ({} down or absent)", j.gpus,
+                       c.usable_count(), c.gpu_count() - c.usable_count());
   return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
 }
 

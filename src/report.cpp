@@ -52,7 +52,7 @@ std::string context_line(const RunContext& ctx) {
           ? fmt::format("{} of {} x {}", ctx.job.gpus, c.gpu_count(), c.gpu().name)
           : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
   const std::string down =
-      c.has_down_gpus() ? fmt::format(", {} down", c.spec().down.size()) : std::string();
+      !c.spec().down.empty() ? fmt::format(", {} down", c.spec().down.size()) : std::string();
   return fmt::format("{} on {} x {} ({}{}), seq {}, global batch {}, {}", ctx.model.spec.name,
                      c.spec().nodes, c.spec().name, gpus, down, ctx.job.seq_len,
                      ctx.job.global_batch, to_string(ctx.job.dtype));
@@ -131,9 +131,11 @@ std::string stages_text(const RunContext& ctx, const Plan& p, const Mapping& map
 std::string placement_text(const RunContext& ctx, const Plan& p, const PlacementStats& s) {
   const Cluster& c = ctx.cluster;
   std::string out = fmt::format("placement: {} of {} usable GPUs", p.world(), c.usable_count());
-  if (c.has_down_gpus())
+  if (!c.spec().down.empty())
     out += fmt::format(" ({} down: {})", c.spec().down.size(),
                        devices_string(c.spec(), c.spec().down));
+  if (c.absent_count() > 0)
+    out += fmt::format(" ({} slots absent: servers with fewer GPUs)", c.absent_count());
   if (s.idle > 0)
     out += fmt::format(", {} idle ({}; the degrees multiply to {})", s.idle,
                        devices_string(c.spec(), s.idle_devices, 4), p.world());

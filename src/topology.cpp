@@ -133,10 +133,12 @@ void read_server_groups(const detail::JsonCursor& c, ClusterSpec& s, const GpuAt
   std::int64_t total = 0;
   for (std::size_t i = 0; i < groups.array_size(); ++i) {
     const auto g = groups.at(i);
-    g.warn_unknown_keys({"count", "gpu"});
+    g.warn_unknown_keys({"count", "gpu", "gpus"});
     ServerGroup sg;
     sg.count = static_cast<int>(bounded(g, "count", g.positive_int("count"), Cluster::kMaxGpus));
     sg.gpu = gpu_at(g, g.path_of("gpu"));
+    sg.gpus =
+        static_cast<int>(bounded(g, "gpus", g.int_at_least_or("gpus", 1, 0), kMaxGpusPerServer));
     total += sg.count;
     s.server_groups.push_back(sg);
   }
@@ -203,8 +205,11 @@ std::string cluster_json(const ClusterSpec& s) {
   if (!s.server_groups.empty()) {
     j.erase("gpu");
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-    for (const auto& g : s.server_groups)
-      groups.push_back({{"count", g.count}, {"gpu", gpu_json(g.gpu)}});
+    for (const auto& g : s.server_groups) {
+      nlohmann::ordered_json o = {{"count", g.count}, {"gpu", gpu_json(g.gpu)}};
+      if (g.gpus > 0) o["gpus"] = g.gpus;
+      groups.push_back(o);
+    }
     j["servers"] = groups;
   }
   j["server"] = {{"nics", s.nics_per_server}, {"nic_Gbps", units::to_Gbps(s.nic_bandwidth)}};
@@ -347,18 +352,35 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
     if (spec_.server_groups.size() > 4096)
       throw_input(source, "servers", "expected at most 4096 server groups");
   }
-  if (!spec_.down.empty()) {
-    down_mask_.assign(static_cast<std::size_t>(gpu_count_), 0);
-    for (int d : spec_.down) {
-      if (d < 0 || d >= gpu_count_)
-        throw_input(source, "down_gpus",
-                    fmt::format("expected GPUs of the cluster's {} servers, got device {} (check "
-                                "--nodes)",
-                                spec_.nodes, d));
-      down_mask_[static_cast<std::size_t>(d)] = 1;
-    }
-    if (usable_count() == 0) throw_input(source, "down_gpus", "every GPU is down");
+  mark_unusable(source);
+}
+
+void Cluster::mark_unusable(const std::string& source) {
+  const int per = gpus_per_server();
+  std::vector<int> absent;
+  int server = 0;
+  for (const auto& g : spec_.server_groups) {
+    if (g.gpus > per)
+      throw_input(source, "servers",
+                  fmt::format("expected at most {} GPUs per server (tier 0's fanout), got {}", per,
+                              g.gpus));
+    for (int k = 0; k < g.count; ++k, ++server)
+      for (int slot = g.gpus > 0 ? g.gpus : per; slot < per; ++slot)
+        absent.push_back(server * per + slot);
   }
+  if (spec_.down.empty() && absent.empty()) return;
+  down_mask_.assign(static_cast<std::size_t>(gpu_count_), 0);
+  for (int d : absent) down_mask_[static_cast<std::size_t>(d)] = 1;
+  for (int d : spec_.down) {
+    if (d < 0 || d >= gpu_count_)
+      throw_input(source, "down_gpus",
+                  fmt::format("expected GPUs of the cluster's {} servers, got device {} (check "
+                              "--nodes)",
+                              spec_.nodes, d));
+    down_mask_[static_cast<std::size_t>(d)] = 1;
+  }
+  for (std::uint8_t b : down_mask_) unusable_ += b;
+  if (usable_count() == 0) throw_input(source, "down_gpus", "every GPU is down");
 }
 
 std::int64_t Cluster::tp_capacity(int tp) const {

@@ -191,3 +191,37 @@ TEST_CASE("launch ranks: the placement's ranks numbered node by node in GPU orde
   const std::vector<int> l2 = launch_ranks(sub);
   for (int r = 0; r < 8; ++r) CHECK(l2[static_cast<std::size_t>(r)] == r);
 }
+
+TEST_CASE(
+    "servers with fewer GPUs: their missing slots are never used, TP 8 only on 8-GPU servers") {
+  std::ifstream in(std::string(TOPOPLAN_TEST_DATA) + "/eight-and-four-gpu-servers.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Cluster c(parse_cluster_json(text.str(), "eight-and-four",
+                                     [](const std::string& name, const std::string&,
+                                        const std::string&) { return load_gpu(name, "test"); }),
+                  "eight-and-four");
+  CHECK(c.gpu_count() == 128);
+  CHECK(c.usable_count() == 96);
+  CHECK(c.absent_count() == 32);
+  CHECK_FALSE(c.usable(8 * 8 + 4));  // server 8 holds GPUs 0-3 only
+  CHECK(c.tp_capacity(8) == 64);
+  CHECK(c.tp_capacity(4) == 96);
+  const Model m = preset_model("llama3-70b");
+  JobSpec j;
+  j.seq_len = 4096;
+  j.global_batch = 384;
+  SearchOptions opt;
+  opt.top_k = 3;
+  opt.fixed[Dim::tp] = 8;
+  const SearchResult r = search(c, m, j, Calibration{}, opt);
+  REQUIRE_FALSE(r.top.empty());
+  for (const Candidate& cand : r.top) {
+    REQUIRE(cand.plan.world() <= 64);
+    const Mapping map = cand.devices.empty() ? Mapping::from_order(cand.plan)
+                                             : Mapping::with_devices(cand.plan, cand.devices);
+    for (std::int64_t rank = 0; rank < cand.plan.world(); ++rank)
+      CHECK(map.device(rank) < 8 * 8);  // only the 8-GPU servers
+    CHECK(tp_groups_in_servers(c, map));
+  }
+}

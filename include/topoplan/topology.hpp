@@ -51,6 +51,9 @@ struct TierSpec {
 struct ServerGroup {
   int count = 0;
   GpuSpec gpu;
+  /// GPUs in each of these servers (0: tier 0's fanout, the most any server holds). The slots
+  /// above it are absent: no plan uses them.
+  int gpus = 0;
 };
 
 struct ClusterSpec {
@@ -109,12 +112,13 @@ class Cluster {
   [[nodiscard]] int rail_tier() const { return rail_tier_; }
   /// False for a GPU listed as down.
   [[nodiscard]] bool usable(int device) const { return down_mask_.empty() || !down_mask_[device]; }
-  /// GPUs not down.
-  [[nodiscard]] int usable_count() const {
-    return gpu_count_ - static_cast<int>(spec_.down.size());
-  }
-  /// True when some GPU is down: plans then run on an explicit placement (placement.hpp).
-  [[nodiscard]] bool has_down_gpus() const { return !spec_.down.empty(); }
+  /// GPUs neither down nor absent (slots above a smaller server's GPU count).
+  [[nodiscard]] int usable_count() const { return gpu_count_ - unusable_; }
+  /// True when some GPU is down or absent: plans then run on an explicit placement
+  /// (placement.hpp).
+  [[nodiscard]] bool has_down_gpus() const { return unusable_ > 0; }
+  /// Slots of servers that hold fewer GPUs than tier 0's fanout (server groups' `gpus`).
+  [[nodiscard]] int absent_count() const { return unusable_ - static_cast<int>(spec_.down.size()); }
   /// The most GPUs a plan of this TP degree can use with every TP group inside one server (or,
   /// above a server's size, on whole servers): tp x the TP groups that fit on usable GPUs.
   [[nodiscard]] std::int64_t tp_capacity(int tp) const;
@@ -129,6 +133,10 @@ class Cluster {
   [[nodiscard]] ShapeMemo& shape_memo() const { return *shape_memo_; }
 
  private:
+  /// Down GPUs and the absent slots of smaller servers into down_mask_; InputError on a device
+  /// outside the cluster or when none is left.
+  void mark_unusable(const std::string& source);
+
   ClusterSpec spec_;
   int gpu_count_ = 0;
   int tier_count_ = 0;  ///< tiers in use: the first whose domain holds the whole cluster, +1
@@ -137,7 +145,8 @@ class Cluster {
   int rail_tier_ = -1;
   bool mixed_ = false;
   std::vector<std::uint16_t> type_of_server_;  ///< mixed: server -> server group
-  std::vector<std::uint8_t> down_mask_;        ///< per device; empty when none is down
+  std::vector<std::uint8_t> down_mask_;        ///< per device, down or absent; empty when none is
+  int unusable_ = 0;                           ///< devices down or absent
   std::shared_ptr<ShapeMemo> shape_memo_ = make_shape_memo();
 };
 
