@@ -135,7 +135,7 @@ std::string placement_text(const RunContext& ctx, const Plan& p, const Placement
     out += fmt::format(" ({} down: {})", c.spec().down.size(),
                        devices_string(c.spec(), c.spec().down));
   if (c.absent_count() > 0)
-    out += fmt::format(" ({} slots absent: servers with fewer GPUs)", c.absent_count());
+    out += fmt::format(" ({} slots absent: smaller servers or leaf padding)", c.absent_count());
   if (s.idle > 0)
     out += fmt::format(", {} idle ({}; the degrees multiply to {})", s.idle,
                        devices_string(c.spec(), s.idle_devices, 4), p.world());

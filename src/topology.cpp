@@ -117,10 +117,15 @@ void add_devices(ClusterSpec& s, const std::vector<int>& devices) {
 /// The slowest GPU (dense FLOP/s) of the groups, with the least memory of any: the one type
 /// the parts of the model that assume one take.
 GpuSpec slowest_gpu(const std::vector<ServerGroup>& groups) {
-  GpuSpec g = groups.front().gpu;
+  GpuSpec g;
+  bool first = true;
   for (const auto& sg : groups)
-    if (sg.gpu.peak_flops < g.peak_flops) g = sg.gpu;
-  for (const auto& sg : groups) g.memory_bytes = std::min(g.memory_bytes, sg.gpu.memory_bytes);
+    if (!sg.absent && (first || sg.gpu.peak_flops < g.peak_flops)) {
+      g = sg.gpu;
+      first = false;
+    }
+  for (const auto& sg : groups)
+    if (!sg.absent) g.memory_bytes = std::min(g.memory_bytes, sg.gpu.memory_bytes);
   return g;
 }
 
@@ -133,15 +138,23 @@ void read_server_groups(const detail::JsonCursor& c, ClusterSpec& s, const GpuAt
   std::int64_t total = 0;
   for (std::size_t i = 0; i < groups.array_size(); ++i) {
     const auto g = groups.at(i);
-    g.warn_unknown_keys({"count", "gpu", "gpus"});
+    g.warn_unknown_keys({"count", "gpu", "gpus", "absent"});
     ServerGroup sg;
     sg.count = static_cast<int>(bounded(g, "count", g.positive_int("count"), Cluster::kMaxGpus));
-    sg.gpu = gpu_at(g, g.path_of("gpu"));
+    sg.absent = g.boolean_or("absent", false);
+    // Placeholders need no GPU: they take the previous group's (or the next one's, filled below).
+    if (!sg.absent || g.has("gpu")) sg.gpu = gpu_at(g, g.path_of("gpu"));
     sg.gpus =
         static_cast<int>(bounded(g, "gpus", g.int_at_least_or("gpus", 1, 0), kMaxGpusPerServer));
     total += sg.count;
     s.server_groups.push_back(sg);
   }
+  // Placeholders without a GPU borrow a neighbour's (it is never used).
+  const auto real = std::find_if(s.server_groups.begin(), s.server_groups.end(),
+                                 [](const ServerGroup& sg) { return !sg.absent; });
+  if (real == s.server_groups.end()) groups.fail_here("expected a server group that is not absent");
+  for (auto& sg : s.server_groups)
+    if (sg.gpu.name.empty()) sg.gpu = real->gpu;
   if (total > Cluster::kMaxGpus)
     groups.fail_here(fmt::format("expected at most {} servers in all", Cluster::kMaxGpus));
   s.nodes = static_cast<int>(total);
@@ -208,6 +221,7 @@ std::string cluster_json(const ClusterSpec& s) {
     for (const auto& g : s.server_groups) {
       nlohmann::ordered_json o = {{"count", g.count}, {"gpu", gpu_json(g.gpu)}};
       if (g.gpus > 0) o["gpus"] = g.gpus;
+      if (g.absent) o["absent"] = true;
       groups.push_back(o);
     }
     j["servers"] = groups;
@@ -347,8 +361,12 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
     for (std::size_t i = 0; i < spec_.server_groups.size(); ++i)
       for (int k = 0; k < spec_.server_groups[i].count; ++k)
         type_of_server_.push_back(static_cast<std::uint16_t>(i));
-    for (std::size_t i = 1; i < spec_.server_groups.size(); ++i)
-      if (spec_.server_groups[i].gpu.name != spec_.server_groups[0].gpu.name) mixed_ = true;
+    const std::string* type = nullptr;  // mixed: two groups with servers of other GPU types
+    for (const auto& g : spec_.server_groups) {
+      if (g.absent) continue;
+      if (type && *type != g.gpu.name) mixed_ = true;
+      type = &g.gpu.name;
+    }
     if (spec_.server_groups.size() > 4096)
       throw_input(source, "servers", "expected at most 4096 server groups");
   }
@@ -365,7 +383,7 @@ void Cluster::mark_unusable(const std::string& source) {
                   fmt::format("expected at most {} GPUs per server (tier 0's fanout), got {}", per,
                               g.gpus));
     for (int k = 0; k < g.count; ++k, ++server)
-      for (int slot = g.gpus > 0 ? g.gpus : per; slot < per; ++slot)
+      for (int slot = g.absent ? 0 : g.gpus > 0 ? g.gpus : per; slot < per; ++slot)
         absent.push_back(server * per + slot);
   }
   if (spec_.down.empty() && absent.empty()) return;

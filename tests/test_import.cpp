@@ -293,6 +293,29 @@ TEST_CASE("Slurm topology.conf: switch levels become tiers, hosts follow the swi
   CHECK(back.hosts == three.hosts);
 }
 
+TEST_CASE("Slurm topology.conf: a leaf with fewer servers is padded with absent ones") {
+  const ClusterSpec base = load_cluster("dgx-h100", "t");
+  const ClusterSpec s = cluster_from_slurm(
+      parse_slurm_topology("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[5-7]\n"
+                           "SwitchName=s Switches=a,b",
+                           "t.conf"),
+      base, "t.conf");
+  REQUIRE(s.server_groups.size() == 2);
+  CHECK(s.server_groups[0].count == 7);
+  CHECK_FALSE(s.server_groups[0].absent);
+  CHECK(s.server_groups[1].count == 1);
+  CHECK(s.server_groups[1].absent);
+  CHECK(s.nodes == 8);
+  CHECK(s.tiers[1].fanout == 4);
+  CHECK(s.hosts[4] == "n5");
+  CHECK(s.hosts[7] == "absent-b-0");
+  const Cluster c(s, "t");
+  CHECK(c.usable_count() == 7 * 8);
+  CHECK(c.meet_tier(4 * 8, 6 * 8) == 1);  // n5 and n7 share leaf b
+  CHECK(c.meet_tier(3 * 8, 4 * 8) == 2);  // n4 (leaf a) and n5 (leaf b) meet at the spine
+  CHECK_FALSE(c.usable(7 * 8));
+}
+
 TEST_CASE("Slurm topology.conf: malformed or irregular trees are one line naming the line") {
   const ClusterSpec base = load_cluster("dgx-h100", "t");
   auto message = [&](const std::string& text) {
@@ -303,10 +326,10 @@ TEST_CASE("Slurm topology.conf: malformed or irregular trees are one line naming
     }
     return std::string("no error");
   };
-  CHECK(
-      message("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[5-7]\nSwitchName=s Switches=a,b") ==
-      "t.conf: line 2: switch b holds 3 servers, others of its level 4: topoplan models a "
-      "regular tree (equal switches per level)");
+  CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=b Switches=a\nSwitchName=c "
+                "Nodes=m[1-4]\nSwitchName=s Switches=b,c") ==
+        "t.conf: line 4: switch s: c is not one level below it (topoplan models a tree whose "
+        "leaves are all as deep)");
   CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=s Switches=a,b") ==
         "t.conf: line 2: switch s: Switches names b, which is not defined");
   CHECK(message("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[4-7]") ==

@@ -54,6 +54,9 @@ struct ServerGroup {
   /// GPUs in each of these servers (0: tier 0's fanout, the most any server holds). The slots
   /// above it are absent: no plan uses them.
   int gpus = 0;
+  /// Placeholders, no servers at all: they pad a leaf that holds fewer servers than the tier's
+  /// fanout, so that the servers after them start the next leaf (an irregular tree).
+  bool absent = false;
 };
 
 struct ClusterSpec {

@@ -165,6 +165,17 @@ Tree index_tree(const std::vector<SlurmSwitch>& tree, const std::string& source)
   return t;
 }
 
+/// Fan-out per level: the most children any switch of that level has.
+std::vector<int> level_fanouts(const std::vector<SlurmSwitch>& tree, const Tree& t, int top) {
+  std::vector<int> fanout(static_cast<std::size_t>(top) + 1, 0);
+  for (const auto& s : tree) {
+    const int n = static_cast<int>(s.nodes.empty() ? s.switches.size() : s.nodes.size());
+    int& f = fanout[static_cast<std::size_t>(t.level.at(s.name))];
+    f = std::max(f, n);
+  }
+  return fanout;
+}
+
 }  // namespace
 
 ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const ClusterSpec& base,
@@ -176,29 +187,48 @@ ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const Clust
   for (const auto& s : tree)
     if (!below.count(s.name)) roots.push_back(&s);
   const int top = t.level.at(roots.front()->name);
-  // Fan-out per level, which every switch of that level must share; hosts in tree order.
-  std::vector<int> fanout(static_cast<std::size_t>(top) + 1, -1);
+  // A switch with fewer children than the most of its level is padded with absent servers
+  // (server groups with absent: true), so every leaf and spine keeps its place.
+  const std::vector<int> fanout = level_fanouts(tree, t, top);
+  std::vector<int> servers_below(static_cast<std::size_t>(top) + 1, 1);  // per switch of a level
+  for (int lv = 1; lv <= top; ++lv)
+    servers_below[static_cast<std::size_t>(lv)] =
+        servers_below[static_cast<std::size_t>(lv) - 1] * fanout[static_cast<std::size_t>(lv)];
   ClusterSpec out = base;
   out.hosts.clear();
+  out.server_groups.clear();
+  std::vector<ServerGroup> groups;
+  auto add = [&](int count, bool absent) {
+    if (count == 0) return;
+    if (!groups.empty() && groups.back().absent == absent) {
+      groups.back().count += count;
+      return;
+    }
+    ServerGroup g;
+    g.count = count;
+    g.gpu = base.gpu;
+    g.absent = absent;
+    groups.push_back(g);
+  };
+  int padded = 0;
   std::function<void(const SlurmSwitch&)> walk = [&](const SlurmSwitch& s) {
     const int lv = t.level.at(s.name);
     const int n = static_cast<int>(s.nodes.empty() ? s.switches.size() : s.nodes.size());
-    int& f = fanout[static_cast<std::size_t>(lv)];
-    if (f >= 0 && f != n)
-      throw_input(source, fmt::format("line {}", s.line),
-                  fmt::format("switch {} holds {} {}, others of its level {}: topoplan models a "
-                              "regular tree (equal switches per level)",
-                              s.name, n, lv == 1 ? "servers" : "switches", f));
-    f = n;
     out.hosts.insert(out.hosts.end(), s.nodes.begin(), s.nodes.end());
+    add(static_cast<int>(s.nodes.size()), false);
     for (const auto& c : s.switches) {
       if (t.level.at(c) != lv - 1)
         throw_input(source, fmt::format("line {}", s.line),
                     fmt::format("switch {}: {} is not one level below it (topoplan models a "
-                                "regular tree)",
+                                "tree whose leaves are all as deep)",
                                 s.name, c));
       walk(*t.by_name.at(c));
     }
+    const int missing = (fanout[static_cast<std::size_t>(lv)] - n) *
+                        servers_below[static_cast<std::size_t>(lv) - 1];
+    for (int k = 0; k < missing; ++k) out.hosts.push_back(fmt::format("absent-{}-{}", s.name, k));
+    add(missing, true);
+    padded += missing;
   };
   for (const auto* r : roots) {
     if (t.level.at(r->name) != top)
@@ -207,6 +237,7 @@ ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const Clust
                               roots.front()->name));
     walk(*r);
   }
+  if (padded > 0) out.server_groups = std::move(groups);
   out.nodes = static_cast<int>(out.hosts.size());
   out.tiers.resize(1);  // the server tier from base; the switch levels above it
   for (int lv = 1; lv <= top; ++lv) {
