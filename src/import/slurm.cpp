@@ -187,6 +187,12 @@ ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const Clust
   for (const auto& s : tree)
     if (!below.count(s.name)) roots.push_back(&s);
   const int top = t.level.at(roots.front()->name);
+  // Every root as high as the first: then no switch is above `top`.
+  for (const auto* r : roots)
+    if (t.level.at(r->name) != top)
+      throw_input(source, fmt::format("line {}", r->line),
+                  fmt::format("switch {} is a root of another height than {}", r->name,
+                              roots.front()->name));
   // A switch with fewer children than the most of its level is padded with absent servers
   // (server groups with absent: true), so every leaf and spine keeps its place.
   const std::vector<int> fanout = level_fanouts(tree, t, top);
@@ -230,13 +236,7 @@ ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const Clust
     add(missing, true);
     padded += missing;
   };
-  for (const auto* r : roots) {
-    if (t.level.at(r->name) != top)
-      throw_input(source, fmt::format("line {}", r->line),
-                  fmt::format("switch {} is a root of another height than {}", r->name,
-                              roots.front()->name));
-    walk(*r);
-  }
+  for (const auto* r : roots) walk(*r);
   if (padded > 0) out.server_groups = std::move(groups);
   out.nodes = static_cast<int>(out.hosts.size());
   out.tiers.resize(1);  // the server tier from base; the switch levels above it
