@@ -44,37 +44,30 @@ int run_evaluate(const EvaluateArgs& a) {
   Evaluation e = evaluate(r.in.cluster, r.in.model, r.in.job, r.plan, r.mapping, r.in.cal);
   const RunContext ctx = r.in.run();
   const std::string& f = a.out.format;
-  // GPUs down: the placement search's (or the plan file's) devices, said in the report.
+  // GPUs down: the placement search's (or the rank file's) devices, said in the report.
   PlacementStats placed;
   if (r.placement) placed = *r.placement;
   placed.step_time = e.step_time;
   placed.order_kept = r.placement ? r.placement->order_kept : true;
   placed.idle = r.in.cluster.usable_count() - static_cast<int>(r.plan.world());
   const bool down = r.in.cluster.has_down_gpus();
-  if ((down || r.in.cluster.mixed()) && f == "table") {
+  if (f == "table") {
     std::string text = evaluation_text(ctx, r.plan, e);
     if (r.in.cluster.mixed())
       text += "\n" + stages_text(ctx, r.plan, r.mapping, e.step_time, 0) + "\n";
-    if (!down) {
-      write_output(a.out.path, text);
-      return 0;
-    }
-    text += "\n" +
-            (r.placement ? placement_text(ctx, r.plan, placed)
-                         : fmt::format("placement: {} of {} usable GPUs, as the rank file "
-                                       "gives them",
-                                       r.plan.world(), r.in.cluster.usable_count())) +
-            "\n";
+    if (down && r.placement) text += "\n" + placement_text(ctx, r.plan, placed) + "\n";
+    if (down && !r.placement)
+      text += fmt::format("\nplacement: {} of {} usable GPUs, as the rank file gives them\n",
+                          r.plan.world(), r.in.cluster.usable_count());
     write_output(a.out.path, text);
     return 0;
   }
   write_output(a.out.path,
                f == "json" && down ? evaluation_json(ctx, r.plan, e, r.mapping, placed)
                : f == "json"       ? evaluation_json(ctx, r.plan, e)
-               : f == "html"       ? evaluation_html(ctx, r.plan, r.mapping, e)
-               : f == "svg"
-                   ? draw_cluster(ctx.cluster, r.plan, r.mapping, dim_to_show(r.plan, e)).svg
-                   : evaluation_text(ctx, r.plan, e));
+               : f == "html"
+                   ? evaluation_html(ctx, r.plan, r.mapping, e)
+                   : draw_cluster(ctx.cluster, r.plan, r.mapping, dim_to_show(r.plan, e)).svg);
   return 0;
 }
 
