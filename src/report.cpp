@@ -147,8 +147,9 @@ std::string placement_text(const RunContext& ctx, const Plan& p, const Placement
   return out + fmt::format(
                    "; explicit placement, every TP group inside one server: {:.1f}% "
                    "faster than the best order string over the usable GPUs ({}, {:.3f} "
-                   "s); {} placements costed",
-                   100.0 * s.gain(), s.best_order, s.order_step_time, s.candidates);
+                   "s{}); {} placements costed",
+                   100.0 * s.gain(), s.best_order, s.order_step_time,
+                   c.mixed() ? ", both with the default layer split" : "", s.candidates);
 }
 
 std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {

@@ -7,6 +7,7 @@
 #include "topoplan/cluster_svg.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/html_report.hpp"
+#include "topoplan/report.hpp"
 
 namespace topoplan::cli {
 namespace {
@@ -46,6 +47,14 @@ int run_check_cmd(const CheckArgs& a) {
     const RunContext ctx = r.in.run();
     res = run_check(ctx, r.plan, r.mapping, a.rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
+    if (f == "text" && r.placement && res.eval) {  // GPUs down: where the ranks went
+      PlacementStats placed = *r.placement;
+      placed.step_time = res.eval->step_time;
+      // After the header lines, so that the verdict stays the last line.
+      const std::size_t gap = text.find("\n\n");
+      text.insert(gap == std::string::npos ? text.size() : gap + 1,
+                  placement_text(ctx, r.plan, placed) + "\n");
+    }
     if (f == "html") text = check_html(ctx, res, r.mapping);
     if (f == "svg" && res.eval) {
       const std::vector<Dim> failing = failing_tier_dims(res);
