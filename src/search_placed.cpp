@@ -15,9 +15,11 @@ std::vector<int> candidate_worlds(const Cluster& c) {
   for (int g = 1; g <= usable; g *= 2) worlds.insert(usable / g * g);
   for (int tp = 1; tp <= c.gpus_per_server(); tp *= 2)
     worlds.insert(static_cast<int>(c.tp_capacity(tp)));
+  // Down to half the usable GPUs: 500 usable rarely factor with the batch, and one GPU down of
+  // 16,384 may leave 15,360 (a multiple of 1,024) as the best count.
   std::vector<int> out;
   for (int w : worlds)
-    if (w > 0 && out.size() < 8) out.push_back(w);
+    if (w > 0 && 2 * static_cast<std::int64_t>(w) >= usable) out.push_back(w);
   return out;
 }
 

@@ -398,6 +398,13 @@ void Cluster::mark_unusable(const std::string& source) {
     down_mask_[static_cast<std::size_t>(d)] = 1;
   }
   for (std::uint8_t b : down_mask_) unusable_ += b;
+  // Servers by usable GPUs: what tp_capacity counts (the search asks for every plan it checks).
+  servers_with_.assign(static_cast<std::size_t>(per) + 1, 0);
+  for (int srv = 0; srv < spec_.nodes; ++srv) {
+    int up = 0;
+    for (int g = 0; g < per; ++g) up += usable(srv * per + g) ? 1 : 0;
+    ++servers_with_[static_cast<std::size_t>(up)];
+  }
   if (usable_count() == 0) throw_input(source, "down_gpus", "every GPU is down");
 }
 
@@ -405,14 +412,14 @@ std::int64_t Cluster::tp_capacity(int tp) const {
   const int per = gpus_per_server();
   if (tp < 1) return 0;
   if (tp > per && tp % per != 0) return usable_count() - usable_count() % tp;
-  std::int64_t groups = 0, whole_servers = 0;
-  for (int s = 0; s < spec_.nodes; ++s) {
-    int up = 0;
-    for (int g = 0; g < per; ++g) up += usable(s * per + g) ? 1 : 0;
-    groups += tp <= per ? up / tp : 0;
-    whole_servers += up == per ? 1 : 0;
+  if (servers_with_.empty()) {  // nothing down or absent
+    if (tp > per) return static_cast<std::int64_t>(spec_.nodes) / (tp / per) * tp;
+    return static_cast<std::int64_t>(spec_.nodes) * (per / tp) * tp;
   }
-  if (tp > per) groups = whole_servers / (tp / per);
+  if (tp > per) return servers_with_[static_cast<std::size_t>(per)] / (tp / per) * tp;
+  std::int64_t groups = 0;
+  for (int up = tp; up <= per; ++up)
+    groups += servers_with_[static_cast<std::size_t>(up)] * (up / tp);
   return groups * tp;
 }
 

@@ -115,10 +115,11 @@ struct Interrupted : std::runtime_error {
 /// On a cluster of mixed GPU types the plans are ranked with the slowest GPU everywhere, then
 /// the best 2 x top_k are costed stage by stage on their own GPUs with the layer split that
 /// balances them (stage_balance.hpp) and ranked again.
-/// With GPUs down (or opt.place): the GPU counts a plan may use are searched too (the usable
-/// count and the largest multiples of 2, 4, 8, ... below it, and what each TP degree can use
-/// whole; the 8 largest), each ranked on the regular layout; the best 2 x top_k are then placed
-/// on the usable GPUs (placement.hpp) and ranked again on their placed step times.
+/// With GPUs down or absent, the GPU counts a plan may use are searched too (the usable count
+/// and the largest multiples of 2, 4, 8, ... below it, and what each TP degree can use whole;
+/// down to half the usable count), each ranked on the regular layout; the best 2 x top_k are
+/// then placed on the usable GPUs (placement.hpp) and ranked again on their placed step times.
+/// opt.place does the same placing at the given GPU count when nothing is down.
 [[nodiscard]] SearchResult search(const Cluster& c, const Model& m, const JobSpec& j,
                                   const Calibration& cal, const SearchOptions& opt);
 

@@ -150,6 +150,7 @@ class Cluster {
   std::vector<std::uint16_t> type_of_server_;  ///< mixed: server -> server group
   std::vector<std::uint8_t> down_mask_;        ///< per device, down or absent; empty when none is
   int unusable_ = 0;                           ///< devices down or absent
+  std::vector<std::int64_t> servers_with_;     ///< [u]: servers with u usable GPUs; empty: all
   std::shared_ptr<ShapeMemo> shape_memo_ = make_shape_memo();
 };
 
