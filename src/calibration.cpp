@@ -61,9 +61,11 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   // One row per constant, as the README table shows them.
   // clang-format off
   std::vector<CalibrationEntry> out = {
-      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak", "fitted (grid 0.65-0.75) to Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 Table 5 (A100): ~218 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
-      {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak", "fitted (grid 0.55-0.65) to NVIDIA's GPT-3 175B H100 recipe (53.5% MFU end to end)"},
+      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak", "fitted by calibrate --fit on the A100 fit rows (Megatron-LM SC'21 Table 1, Korthikanti et al. 2022 Table 5): ~216 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
+      {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak", "fitted by calibrate --fit on the H100 bf16 fit row (NVIDIA's GPT-3 175B recipe, 53.5% MFU end to end)"},
       {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak", "no calibration run here: as hopper"},
+      {"gemm_efficiency_fp8.hopper", &c.gemm_efficiency_fp8[1], 1, "fraction of dense FP8 peak", "fp8 training (--dtype fp8), linear layers only: fitted by calibrate --fit on two NeMo 24.07 FP8 rows (GPT-3 175B on 128 H100, Llama 3 8B on 8); the table's other rows are held back"},
+      {"gemm_efficiency_fp8.blackwell", &c.gemm_efficiency_fp8[2], 1, "fraction of dense FP8 peak", "no calibration run here: as hopper"},
       {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension", "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
       {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth", "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
       {"elementwise_hidden_passes", &c.elementwise_hidden_passes, 1, "elements per h per token", "2 layer norms (read + write) and 2 fused bias-dropout-residual adds, forward: counted 8-11, fitted 8 with the GEMM efficiencies on the calibration runs"},
@@ -82,7 +84,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
       {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-LM DDP default bucket size, 40M parameters"},
       {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap)"},
-      {"decode_layer_overhead_us", &c.decode_layer_overhead, 1e6, "us per layer per token", "fitted to NVIDIA NeMo's Llama-2-7B TensorRT-LLM run: 153.8 ms at TP 1 (128 in, 20 out, batch 1, H100)"},
+      {"decode_layer_overhead_us", &c.decode_layer_overhead, 1e6, "us per layer per token", "fitted by calibrate --fit to NVIDIA NeMo's Llama-2-7B TensorRT-LLM run: 153.8 ms at TP 1 (128 in, 20 out, batch 1, H100)"},
       {"decode_collective_overhead_us", &c.decode_collective_overhead, 1e6, "us per collective", "fitted to the same run's 97.6 ms at TP 8"},
       {"optimizer_bytes_per_param", &c.optimizer_bytes_per_param, 1, "bytes of HBM traffic", "Adam: read grad, param, m, v (fp32) and write param, m, v, bf16 copy"},
       {"reserved_GiB", &c.reserved_bytes, 1.0 / units::kGiB, "GiB per GPU", "estimate: CUDA context, NCCL buffers, cuBLAS workspace, allocator fragmentation"},

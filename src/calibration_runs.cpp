@@ -10,6 +10,7 @@
 #include "topoplan/inference.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/search.hpp"
+#include "topoplan/stack.hpp"
 
 namespace topoplan {
 namespace {
@@ -47,24 +48,31 @@ void predict_collective(const detail::JsonCursor& r, const Calibration& cal,
   out.note = fmt::format("{} GPUs, {} B, {}", g.size, bytes, to_string(cost.algorithm));
 }
 
+/// A run's model: a preset name ("llama3-70b") or the config.json object itself.
+Model run_model(const detail::JsonCursor& r) {
+  if (r.node().at("model").is_string())
+    return Model(load_model(r.string("model"), r.source()), r.source());
+  return Model(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
+}
+
 void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
                        CalibrationResult& out) {
   Cluster c = run_cluster(r);
-  Model m(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
+  Model m = run_model(r);
   auto w = r.at("inference");
   InferenceJob j;
   j.prompt_len = w.positive_int("prompt_len");
   j.output_len = w.positive_int("output_len");
   j.batch = w.positive_int("batch");
   j.weight_dtype = parse_dtype(w.string("weight_dtype"), r.source());
-  j.kv_dtype = j.weight_dtype;
+  j.kv_dtype = w.has("kv_dtype") ? parse_dtype(w.string("kv_dtype"), r.source()) : j.weight_dtype;
   auto pc = r.at("plan");
   Plan p;
   p[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
   p[Dim::pp] = static_cast<int>(pc.positive_int("pp"));
   p[Dim::dp] = c.gpu_count() / (p[Dim::tp] * p[Dim::pp]);
   const InferenceEval e = evaluate_inference(c, m, j, p, Mapping::from_order(p), cal);
-  out.predicted = e.end_to_end * 1e3;
+  out.predicted = out.metric == "ttft_ms" ? e.ttft * 1e3 : e.end_to_end * 1e3;
   out.note = fmt::format("token {:.2f} ms: memory {:.2f}, overhead {:.2f}, tp {:.2f}",
                          e.token_latency * 1e3, e.decode.memory * 1e3, e.decode.overhead * 1e3,
                          e.decode.tp * 1e3);
@@ -72,28 +80,36 @@ void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
 
 void predict_training(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
   Cluster c = run_cluster(r);
-  const std::string model_text = r.at("model").node().dump();
-  Model m(parse_model_json(model_text, r.source() + ": model"), r.source());
+  Model m = run_model(r);
   auto jc = r.at("job");
+  // The run's software stack sets the defaults (as --stack does); keys the row gives win.
+  const SoftwareStack& st =
+      find_stack(jc.opt_string("stack").value_or("megatron-core"), r.source());
   JobSpec j;
   j.seq_len = jc.positive_int("seq_len");
   j.global_batch = jc.positive_int("global_batch");
   j.dtype = parse_dtype(jc.string("dtype"), r.source());
-  j.flash_attention = jc.boolean_or("flash_attention", true);
-  j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", true);
-  j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", false);
-  j.overlap_p2p = jc.boolean_or("overlap_p2p", true);
-  j.flexible_pipeline_layout = jc.boolean_or("flexible_pipeline_layout", false);
+  j.flash_attention = jc.boolean_or("flash_attention", st.flash_attention);
+  j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
+  j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
+  j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
+  j.flexible_pipeline_layout =
+      jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
+  validate(j, c.gpu());
   auto pc = r.at("plan");
   SearchOptions opt;
   opt.fixed[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
   opt.fixed[Dim::pp] = static_cast<int>(pc.positive_int("pp"));
   opt.fixed[Dim::dp] = static_cast<int>(pc.positive_int("dp"));
   opt.order = kDefaultOrder;
-  opt.zero = static_cast<int>(pc.int_at_least_or("zero", 0, 0));
+  if (pc.has("cp")) opt.fixed[Dim::cp] = static_cast<int>(pc.positive_int("cp"));
+  if (pc.has("ep")) opt.fixed[Dim::ep] = static_cast<int>(pc.positive_int("ep"));
+  opt.zero =
+      static_cast<int>(pc.int_at_least_or("zero", 0, jc.has("stack") ? std::max(st.zero, 0) : 0));
   if (pc.string("recompute") != "search")
     opt.recompute = parse_recompute(pc.string("recompute"), r.source());
-  opt.sequence_parallel = pc.boolean_or("sequence_parallel", false);
+  opt.sequence_parallel =
+      pc.boolean_or("sequence_parallel", jc.has("stack") && st.sequence_parallel.value_or(true));
   auto fixed_or_search = [&](const char* key) {
     const auto& v = pc.node().at(key);
     return v.is_string() ? 0 : static_cast<int>(pc.positive_int(key));
@@ -109,6 +125,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
   if (out.metric == "iteration_time_s")
     out.predicted = e.step_time;
+  else if (out.metric == "tokens_per_s_per_gpu")
+    out.predicted = tokens / e.step_time / c.gpu_count();
   else if (out.metric == "mfu")
     out.predicted = e.mfu;
   else
@@ -121,7 +139,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
 
 }  // namespace
 
-std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
+std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only) {
   const std::string source = std::string("configs/") + kRunsFile;
   auto doc = detail::parse_json(runs_text(), source);
   detail::JsonCursor top(doc, source);
@@ -138,6 +156,7 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
     const std::string role = r.has("role") ? r.string("role") : "fit";
     if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
     res.held_out = role == "holdout";
+    if (fit_rows_only && res.held_out) continue;
     if (r.has("collective"))
       predict_collective(r, cal, res);
     else if (r.has("inference"))
@@ -147,6 +166,88 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal) {
     if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
     out.push_back(res);
   }
+  return out;
+}
+
+std::vector<FittedConstant> default_fitted_constants() {
+  // key, start (filled from the calibration), value, range searched
+  return {{"gemm_efficiency.ampere", 0, 0, 0.4, 0.9},
+          {"gemm_efficiency.hopper", 0, 0, 0.4, 0.9},
+          {"gemm_efficiency_fp8.hopper", 0, 0, 0.2, 0.9},
+          {"elementwise_hidden_passes", 0, 0, 8, 11},
+          {"decode_layer_overhead_us", 0, 0, 0, 200},
+          {"decode_collective_overhead_us", 0, 0, 0, 100}};
+}
+
+namespace {
+
+double* entry_value(Calibration& cal, const std::string& key, double& scale) {
+  for (auto& e : calibration_entries(cal))
+    if (e.key == key) {
+      scale = e.scale;
+      return e.value;
+    }
+  throw_input("--fit", "", fmt::format("no calibration constant '{}'", key));
+}
+
+/// Sets a constant given in the table's unit.
+void set_entry(Calibration& cal, const std::string& key, double v) {
+  double scale = 1;
+  double* value = entry_value(cal, key, scale);
+  *value = v / scale;
+}
+
+/// Mean absolute error over the checked fit rows with constant `key` set to `v` (table units).
+double fit_error(Calibration cal, const std::string& key, double v) {
+  set_entry(cal, key, v);
+  return summarize(run_calibration(cal, true)).fit.mean;
+}
+
+/// Best value of one constant in [lo, hi]: a 21-point grid, then golden-section search on the
+/// grid cell around the best point. Ties keep the lower value.
+double fit_one(const Calibration& cal, const std::string& key, double lo, double hi) {
+  constexpr int kGrid = 20;
+  double best = lo, best_err = fit_error(cal, key, lo);
+  for (int i = 1; i <= kGrid; ++i) {
+    const double v = lo + (hi - lo) * i / kGrid;
+    const double err = fit_error(cal, key, v);
+    if (err < best_err) best = v, best_err = err;
+  }
+  const double cell = (hi - lo) / kGrid;
+  double a = std::max(lo, best - cell), b = std::min(hi, best + cell);
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double c = b - g * (b - a), d = a + g * (b - a);
+  double fc = fit_error(cal, key, c), fd = fit_error(cal, key, d);
+  for (int i = 0; i < 16; ++i) {
+    if (fc <= fd) {
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = fit_error(cal, key, c);
+    } else {
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = fit_error(cal, key, d);
+    }
+  }
+  const double refined = fc <= fd ? c : d;
+  return std::min(fc, fd) < best_err ? refined : best;
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys) {
+  CalibrationFit out;
+  out.cal = start;
+  for (auto& k : keys) {
+    double scale = 1;
+    k.start = *entry_value(out.cal, k.key, scale) * scale;
+    k.value = k.start;
+  }
+  out.fit_error_before = summarize(run_calibration(out.cal, true)).fit.mean;
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round)
+    for (auto& k : keys) {
+      k.value = fit_one(out.cal, k.key, k.lo, k.hi);
+      set_entry(out.cal, k.key, k.value);
+    }
+  out.fit_error_after = summarize(run_calibration(out.cal, true)).fit.mean;
+  out.constants = std::move(keys);
   return out;
 }
 

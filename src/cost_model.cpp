@@ -89,8 +89,12 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   return {first + emb, last + head, middle};
 }
 
-/// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, generalised to
-/// GQA and gated MLPs by counting the stored tensors).
+/// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, eq. 2: 34 sbh/t
+/// with sequence parallelism, 5 a s^2 b/t more without fused attention), generalised by counting
+/// the stored tensors: GQA (K and V of kv_dim), gated MLPs (both FC1 halves and the FC2 input),
+/// no dropout masks when the model has no dropout (8 sbh instead of 10 replicated). fp8
+/// training (Transformer Engine) keeps the FP8 copy of each linear layer's input for the
+/// backward: the QKV, FC1 and FC2 inputs take 1 byte instead of 2, the projection's adds one.
 double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, Recompute r) {
   const double t = p[Dim::tp];
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
@@ -98,9 +102,16 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
   const auto& k = m.counts;
   const double sp_div = p.sequence_parallel ? t : 1.0;
   if (r == Recompute::full) return 2.0 * tokens * h / sp_div;
-  const double replicated = 10.0 * tokens * h / sp_div;
-  const double sharded =
-      tokens * (4 * k.q_dim + 4 * k.kv_dim + (m.spec.gated_mlp ? 6 : 4) * k.active_ffn) / t;
+  const bool fp8 = j.dtype == Dtype::fp8;
+  // Two norm inputs, the QKV and FC1 inputs (2 bytes each, 1 for the FP8 ones), two masks.
+  const double replicated =
+      ((fp8 ? 6.0 : 8.0) + (m.spec.dropout ? 2.0 : 0.0)) * tokens * h / sp_div;
+  // Q, K, V and the attention output; FC1's output(s) and FC2's input.
+  const double fc2_in = fp8 ? 1.0 : 2.0;
+  const double sharded = tokens *
+                         ((fp8 ? 5 : 4) * k.q_dim + 4 * k.kv_dim +
+                          ((m.spec.gated_mlp ? 4 : 2) + fc2_in) * k.active_ffn) /
+                         t;
   double scores = 0;
   if (r == Recompute::none && !j.flash_attention)
     scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;
@@ -146,13 +157,18 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double f = k.active_ffn;
   const double tokens = static_cast<double>(p.micro_batch) * s / p[Dim::cp];
   const double n_min = std::min({k.q_dim / t, k.min_ffn / t, h, tokens});
-  const double rate = gpu.peak_flops * cal.gemm_efficiency[static_cast<int>(gpu.arch)] * n_min /
-                      (n_min + cal.gemm_half_dim);
+  const double size = n_min / (n_min + cal.gemm_half_dim);
+  const int arch = static_cast<int>(gpu.arch);
+  const double rate = gpu.peak_flops * cal.gemm_efficiency[arch] * size;
+  // fp8 training: the linear layers' multiplies in FP8, attention and the logits in bf16.
+  const double linear_rate = j.dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0
+                                 ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch] * size
+                                 : rate;
   const double attn = k.layer_attention_flops_per_seq * s / t;
-  const double fwd = k.layer_matmul_flops / t + attn;
-  double flops = 3 * fwd;
-  if (p.recompute == Recompute::full) flops += fwd;
-  if (p.recompute == Recompute::selective) flops += attn;
+  const double linear = k.layer_matmul_flops / t;
+  double linear_passes = 3, attn_passes = 3;
+  if (p.recompute == Recompute::full) ++linear_passes, ++attn_passes;
+  if (p.recompute == Recompute::selective) ++attn_passes;
 
   const double e_h = cal.elementwise_hidden_passes * h / (p.sequence_parallel ? t : 1.0);
   const double e_f = (m.spec.gated_mlp ? 3.0 : 2.0) * f / t;
@@ -164,9 +180,9 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
 
   LayerWork w;
-  w.matmul_s = flops / rate;
+  w.matmul_s = linear_passes * linear / linear_rate + attn_passes * attn / rate;
   w.attention_fwd_s = attn / rate;
-  w.elementwise_s = elements * dtype_bytes(j.dtype) / hbm;
+  w.elementwise_s = elements * activation_bytes(j) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =
       kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
@@ -200,7 +216,7 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
 MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
                              const Calibration& cal, int microbatches) {
   const int pp = p[Dim::pp], v = p.vpp, tp = p[Dim::tp];
-  const double bytes = dtype_bytes(j.dtype);
+  const double bytes = activation_bytes(j);
   const double grad_bytes = gradient_bytes(j, cal);
   double experts_gpu = 0;
   const StageParams params = stage_params(m, p, &experts_gpu);
@@ -265,7 +281,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const int tp = p[Dim::tp], dp = p[Dim::dp], cp = p[Dim::cp], ep = p[Dim::ep];
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
-  const double bytes = dtype_bytes(j.dtype);
+  const double bytes = activation_bytes(j);
   // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
   // and last stages fewer).
   core.layers_per_stage = static_cast<double>(split_of(p, m.spec.layers).max());

@@ -4,6 +4,7 @@
 
 #include "detail/names.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/topology.hpp"
 
 namespace topoplan {
 
@@ -14,6 +15,10 @@ double dtype_bytes(Dtype d) {
     case Dtype::fp8: return 1.0;
   }
   return 2.0;
+}
+
+double activation_bytes(const JobSpec& j) {
+  return j.dtype == Dtype::fp8 ? 2.0 : dtype_bytes(j.dtype);
 }
 
 namespace {
@@ -28,8 +33,6 @@ Dtype parse_dtype(const std::string& s, const std::string& what) {
 }
 
 void validate(const JobSpec& j) {
-  if (j.dtype == Dtype::fp8)
-    throw_input("dtype", "", "fp8 is for inference (weights and KV cache); train in bf16 or fp16");
   constexpr std::int64_t kMax = kMaxJobCount;
   if (j.seq_len < 1 || j.seq_len > kMax)
     throw_input("seq_len", "",
@@ -37,6 +40,13 @@ void validate(const JobSpec& j) {
   if (j.global_batch < 1 || j.global_batch > kMax)
     throw_input("global_batch", "",
                 fmt::format("expected a positive integer up to {}, got {}", kMax, j.global_batch));
+}
+
+void validate(const JobSpec& j, const GpuSpec& gpu) {
+  if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
+    throw_input(
+        "dtype", "",
+        fmt::format("fp8 training needs FP8 tensor cores; {} has none (fp8_TFLOPs)", gpu.name));
 }
 
 }  // namespace topoplan

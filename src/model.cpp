@@ -162,13 +162,14 @@ std::string model_config_json(const ModelSpec& m) {
   if (m.biases || m.positions > 0) {  // GPT-2 family: biases, LayerNorm, learned positions
     j.update(Json{{"n_embd", m.hidden}, {"n_layer", m.layers}, {"n_head", m.heads}, {"n_inner", m.ffn},
                   {"vocab_size", m.vocab}, {"n_positions", m.positions},
-                  {"tie_word_embeddings", m.tied_embeddings}});
+                  {"tie_word_embeddings", m.tied_embeddings}, {"resid_pdrop", m.dropout ? 0.1 : 0.0}});
     return j.dump();
   }
   j.update(Json{{"hidden_size", m.hidden}, {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
                 {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"intermediate_size", m.ffn},
                 {"vocab_size", m.vocab}, {"hidden_act", m.gated_mlp ? "silu" : "gelu"},
                 {"tie_word_embeddings", m.tied_embeddings}});
+  if (m.dropout) j["hidden_dropout"] = 0.1;
   if (m.moe() && m.shared_expert_ffn > 0)  // Qwen-MoE keys carry the shared expert's own size
     j.update(Json{{"num_experts_per_tok", m.top_k}, {"num_experts", m.experts}, {"moe_intermediate_size", m.expert_ffn},
                   {"shared_expert_intermediate_size", m.shared_experts * m.shared_expert_ffn}});
@@ -202,6 +203,7 @@ void read_gpt2_keys(const detail::JsonCursor& c, const std::string& source, Mode
   m.biases = true;
   m.layernorm_bias = true;
   m.gated_mlp = false;
+  m.dropout = c.number_in_or("resid_pdrop", 0, 1, 0.1) > 0;
 }
 
 bool has_value(const detail::JsonCursor& c, const char* key) {
@@ -279,6 +281,7 @@ void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
   m.gated_mlp = act == "silu" || act == "swiglu" || act == "gelu_pytorch_tanh";
   m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted
   m.layernorm_bias = false;
+  m.dropout = c.number_in_or("hidden_dropout", 0, 1, 0) > 0;
 }
 
 }  // namespace

@@ -156,6 +156,24 @@ Plan one_gpu() {
   return p;
 }
 
+/// Round numbers for the stage_compute tests: GEMMs at 50% (no small-matrix penalty), HBM at 50%.
+Calibration round_calibration() {
+  Calibration cal;
+  cal.gemm_efficiency[static_cast<int>(Arch::hopper)] = 0.5;
+  cal.gemm_half_dim = 0;
+  cal.hbm_efficiency = 0.5;
+  return cal;
+}
+
+/// A hopper GPU with a 1e15 FLOP/s bf16 peak and 1e12 B/s of HBM.
+GpuSpec round_gpu() {
+  GpuSpec gpu;
+  gpu.arch = Arch::hopper;
+  gpu.peak_flops = 1e15;
+  gpu.hbm_bandwidth = 1e12;
+  return gpu;
+}
+
 }  // namespace
 
 TEST_CASE("stage_compute: matmuls at the GEMM efficiency, element-wise at the HBM rate") {
@@ -164,14 +182,8 @@ TEST_CASE("stage_compute: matmuls at the GEMM efficiency, element-wise at the HB
   // the backward: 87,785,472 / 5e14 = 175.570944 ns. Element-wise: 3 x (8 x 1024 + 2 x 4096)
   // elements x 2 bytes / 5e11 = 196.608 ns. Logits: 3 x 2,048,000 / 5e14 = 12.288 ns matmul,
   // 12 x 1000 / 5e11 = 24 ns element-wise. 1000 tokens, 4 layers.
-  Calibration cal;
-  cal.gemm_efficiency[static_cast<int>(Arch::hopper)] = 0.5;
-  cal.gemm_half_dim = 0;
-  cal.hbm_efficiency = 0.5;
-  GpuSpec gpu;
-  gpu.arch = Arch::hopper;
-  gpu.peak_flops = 1e15;
-  gpu.hbm_bandwidth = 1e12;
+  const Calibration cal = round_calibration();
+  const GpuSpec gpu = round_gpu();
   JobSpec j;
   j.seq_len = 1000;
   const StageCompute w = stage_compute(small_model(), j, one_gpu(), cal, gpu, 4);
@@ -185,11 +197,32 @@ TEST_CASE("stage_compute: matmuls at the GEMM efficiency, element-wise at the HB
         Approx(1000 * (4 * 175.570944e-9 * 4 / 3 + 12.288e-9)));
 }
 
+TEST_CASE("stage_compute: fp8 training runs the linear layers at the FP8 rate, the rest in bf16") {
+  // As above, with FP8 peak 2e15 at 40%: 8e14. Per token per layer the linear layers' 3 x
+  // 25,165,824 FLOPs take 94.371840 ns, attention's 3 x 4,096,000 at the bf16 5e14 24.576 ns;
+  // the logits stay bf16 (12.288 ns); element-wise traffic stays 2-byte.
+  Calibration cal = round_calibration();
+  cal.gemm_efficiency_fp8[static_cast<int>(Arch::hopper)] = 0.4;
+  GpuSpec gpu = round_gpu();
+  gpu.peak_flops_fp8 = 2e15;
+  JobSpec j;
+  j.seq_len = 1000;
+  j.dtype = Dtype::fp8;
+  const StageCompute w = stage_compute(small_model(), j, one_gpu(), cal, gpu, 4);
+  CHECK(w.matmul == Approx(1000 * (4 * (94.37184e-9 + 24.576e-9) + 12.288e-9)));
+  CHECK(w.elementwise == Approx(1000 * (4 * 196.608e-9 + 24e-9)));
+  // A GPU without FP8 tensor cores refuses fp8 training.
+  GpuSpec a100 = gpu;
+  a100.name = "a100-80gb";
+  a100.peak_flops_fp8 = 0;
+  CHECK_THROWS_WITH(validate(j, a100), Catch::Contains("fp8 training needs FP8 tensor cores"));
+}
+
 TEST_CASE("stage_memory: weights, gradients, Adam state, activations, logits") {
   // 4 x 12,584,960 + 1,024,000 embedding + 1,025,024 head and final norm = 52,388,864
   // parameters: bf16 weights 2 B, fp32 gradients 4 B, Adam 12 B each. Activations per layer
-  // (1000 tokens, h 1024): 10 x 1000 x 1024 replicated + 1000 x (4 x 1024 + 4 x 1024 + 4 x 4096)
-  // = 34,816,000 B, x 4 layers. Logits 1000 x 1000 x 4 B; 3 GiB reserved.
+  // (1000 tokens, h 1024, no dropout): 8 x 1000 x 1024 replicated + 1000 x (4 x 1024 + 4 x 1024
+  // + 4 x 4096) = 32,768,000 B, x 4 layers. Logits 1000 x 1000 x 4 B; 3 GiB reserved.
   const Calibration cal;
   JobSpec j;
   j.seq_len = 1000;
@@ -198,7 +231,7 @@ TEST_CASE("stage_memory: weights, gradients, Adam state, activations, logits") {
   CHECK(m.weights == Approx(2 * params));
   CHECK(m.gradients == Approx(4 * params));
   CHECK(m.optimizer == Approx(12 * params));
-  CHECK(m.activations == Approx(4 * 34816000.0));
+  CHECK(m.activations == Approx(4 * 32768000.0));
   CHECK(m.other == Approx(3.0 * 1024 * 1024 * 1024 + 4e6));
   // ZeRO-1 over dp 4 shards the Adam state: 3 B per parameter.
   Plan z1 = one_gpu();
@@ -214,7 +247,24 @@ TEST_CASE("stage_memory: weights, gradients, Adam state, activations, logits") {
   const MemoryBreakdown m2 = stage_memory(Model(five), j, pp2, cal, 8);
   const double layer = 12584960;
   const double first = 2 * layer + 1024000, last = 3 * layer + 1025024;
-  const double first_total = 18 * first + 2 * 2 * 34816000.0 + 3.0 * 1024 * 1024 * 1024;
-  const double last_total = 18 * last + 3 * 34816000.0 + 3.0 * 1024 * 1024 * 1024 + 4e6;
+  const double first_total = 18 * first + 2 * 2 * 32768000.0 + 3.0 * 1024 * 1024 * 1024;
+  const double last_total = 18 * last + 3 * 32768000.0 + 3.0 * 1024 * 1024 * 1024 + 4e6;
   CHECK(m2.total() == Approx(std::max(first_total, last_total)));
+}
+
+TEST_CASE("activation memory: dropout masks, and FP8 copies of the linear layers' inputs") {
+  const Calibration cal;
+  JobSpec j;
+  j.seq_len = 1000;
+  ModelSpec drop = small_model().spec;
+  drop.dropout = true;
+  // Korthikanti et al.'s 34 s b h with its two 1-byte dropout masks: 10 x 1000 x 1024
+  // replicated + 1000 x (4 x 1024 + 4 x 1024 + 4 x 4096) = 34,816,000 B per layer.
+  CHECK(stage_memory(Model(drop), j, one_gpu(), cal, 1).activations == Approx(4 * 34816000.0));
+  // fp8 training: the QKV and FC1 inputs in 1 byte (6 h replicated), the projection's input
+  // copied once more (5 q), FC2's input in 1 byte (2 + 1 per ffn element of a non-gated MLP):
+  // 6 x 1000 x 1024 + 1000 x (5 x 1024 + 4 x 1024 + 3 x 4096) = 27,648,000 B per layer.
+  JobSpec f = j;
+  f.dtype = Dtype::fp8;
+  CHECK(stage_memory(small_model(), f, one_gpu(), cal, 1).activations == Approx(4 * 27648000.0));
 }

@@ -20,7 +20,10 @@ struct LinkCalibration {
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
   /// (ampere, hopper, blackwell).
-  std::array<double, kArchs> gemm_efficiency{0.70, 0.60, 0.60};
+  std::array<double, kArchs> gemm_efficiency{0.693, 0.621, 0.621};
+  /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
+  /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.487, 0.487};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
@@ -62,7 +65,7 @@ struct Calibration {
   double tp_overlap_exposed_fraction = 0.25;
   /// Inference decode: fixed time per layer per generated token (kernel launches and
   /// synchronisation between the ~10 kernels of a layer), seconds.
-  double decode_layer_overhead = 85e-6;
+  double decode_layer_overhead = 85.4e-6;
   /// Inference: extra time per TP collective in the decode loop (launch and the barrier it
   /// puts between kernels), seconds.
   double decode_collective_overhead = 16.5e-6;

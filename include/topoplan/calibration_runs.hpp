@@ -33,8 +33,33 @@ struct CalibrationSummary {
 };
 [[nodiscard]] CalibrationSummary summarize(const std::vector<CalibrationResult>& r);
 
-/// Re-predicts every run with `cal`.
-[[nodiscard]] std::vector<CalibrationResult> run_calibration(const Calibration& cal);
+/// Re-predicts every run with `cal` (only the fit rows with `fit_rows_only`).
+[[nodiscard]] std::vector<CalibrationResult> run_calibration(const Calibration& cal,
+                                                             bool fit_rows_only = false);
+
+/// One constant `fit_calibration` chose: where it started and where it ended, in table units.
+struct FittedConstant {
+  std::string key;
+  double start = 0;
+  double value = 0;
+  double lo = 0, hi = 0;  ///< the range searched
+};
+
+struct CalibrationFit {
+  Calibration cal;  ///< the start with the fitted constants set
+  std::vector<FittedConstant> constants;
+  double fit_error_before = 0, fit_error_after = 0;  ///< mean |error| over the fit rows
+};
+
+/// The constants `calibrate --fit` chooses by default (the matrix-multiply efficiencies, the
+/// element-wise traffic, the two decode overheads), each with the range searched.
+[[nodiscard]] std::vector<FittedConstant> default_fitted_constants();
+
+/// Chooses `keys` (calibration table keys) to minimise the mean absolute error over the *fit*
+/// rows only; held-back rows are never evaluated. Coordinate descent: per key a grid over its
+/// range, then a golden-section refinement around the best point; three rounds. Deterministic.
+[[nodiscard]] CalibrationFit fit_calibration(const Calibration& start,
+                                             std::vector<FittedConstant> keys);
 
 /// The error table: "table" (aligned text), "markdown" (for the README) or "json".
 [[nodiscard]] std::string calibration_report(const std::vector<CalibrationResult>& r,

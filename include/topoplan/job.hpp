@@ -8,7 +8,9 @@
 
 namespace topoplan {
 
-/// Number formats: bf16 and fp16 for training; fp8 also for inference weights and KV cache.
+/// Number formats. Training: bf16, fp16, or fp8, which runs the linear layers' matrix multiplies
+/// in FP8 (Transformer Engine's recipe) and keeps bf16 for everything else (activations, attention,
+/// the logits, TP traffic, gradients). Inference: the format of the weights and the KV cache.
 enum class Dtype { bf16, fp16, fp8 };
 
 struct JobSpec {
@@ -27,6 +29,8 @@ struct JobSpec {
 };
 
 [[nodiscard]] double dtype_bytes(Dtype d);
+/// Bytes per element of a training job's activations and TP traffic: bf16 for fp8 training.
+[[nodiscard]] double activation_bytes(const JobSpec& j);
 [[nodiscard]] const char* to_string(Dtype d);
 /// Parsers for flag values; InputError names `what` (the flag) on a bad value.
 [[nodiscard]] Dtype parse_dtype(const std::string& s, const std::string& what);
@@ -36,5 +40,8 @@ struct JobSpec {
 inline constexpr std::int64_t kMaxJobCount = std::int64_t{1} << 24;
 
 void validate(const JobSpec& j);
+struct GpuSpec;
+/// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file).
+void validate(const JobSpec& j, const GpuSpec& gpu);
 
 }  // namespace topoplan

@@ -23,6 +23,9 @@ struct ModelSpec {
   bool tied_embeddings = false;  ///< output layer shares the input embedding
   bool biases = false;           ///< linear layers carry biases (GPT)
   bool layernorm_bias = false;   ///< LayerNorm (weight + bias) rather than RMSNorm (weight)
+  /// Dropout after attention and the MLP (1-byte masks stored per element): GPT-2-style configs
+  /// (resid_pdrop, default 0.1); off for the Llama family unless hidden_dropout > 0.
+  bool dropout = false;
   // Mixture of experts (experts = 0: dense). MoE layers replace the MLP with `experts` routed
   // experts of size expert_ffn (each token uses top_k) plus `shared_experts` always-on ones.
   std::int64_t experts = 0;

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/common.hpp"
 #include "topoplan/calibration_runs.hpp"
@@ -11,8 +13,34 @@ namespace {
 struct CalibrateArgs {
   std::string calibration;
   bool constants = false;
+  bool fit = false;
+  std::vector<std::string> fit_keys;
+  std::string fit_output;
   OutputOptions out;
 };
+
+/// The fitted constants: start, value, range; then the error table with them.
+std::string fit_text(const CalibrationFit& f, const std::string& format) {
+  const bool md = format == "markdown";
+  std::string out = md ? "| constant | built in | fitted | range searched |\n|---|---|---|---|\n"
+                       : fmt::format("{:<34} {:>10} {:>10}  {}\n", "constant", "built in", "fitted",
+                                     "range searched");
+  for (const auto& k : f.constants)
+    out += md ? fmt::format("| `{}` | {:.4g} | {:.4g} | {:.4g} - {:.4g} |\n", k.key, k.start,
+                            k.value, k.lo, k.hi)
+              : fmt::format("{:<34} {:>10.4g} {:>10.4g}  {:.4g} - {:.4g}\n", k.key, k.start,
+                            k.value, k.lo, k.hi);
+  out += fmt::format("{}fit rows' mean absolute error: {:.2f}% built in, {:.2f}% fitted\n\n",
+                     md ? "\n" : "", 100 * f.fit_error_before, 100 * f.fit_error_after);
+  return out;
+}
+
+/// `--fit-output FILE`: the fitted constants as a calibration file for --calibration.
+void write_fitted(const CalibrationFit& f, const std::string& path) {
+  nlohmann::ordered_json j;
+  for (const auto& k : f.constants) j[k.key] = k.value;
+  write_output(path, j.dump(2) + "\n");
+}
 
 int run_calibrate(const CalibrateArgs& a) {
   Calibration cal;
@@ -26,6 +54,25 @@ int run_calibrate(const CalibrateArgs& a) {
       text += md ? fmt::format("| `{}` | {:.4g} | {} | {} |\n", e.key, v, e.unit, e.source)
                  : fmt::format("{:<34} {:>10.4g}  {:<30} {}\n", e.key, v, e.unit, e.source);
     }
+  } else if (a.fit) {
+    std::vector<FittedConstant> keys = default_fitted_constants();
+    if (!a.fit_keys.empty()) {
+      std::vector<FittedConstant> chosen;
+      for (const auto& k : a.fit_keys) {
+        auto it = std::find_if(keys.begin(), keys.end(), [&](auto& c) { return c.key == k; });
+        if (it == keys.end())
+          throw_input("--fit-keys", "",
+                      fmt::format("expected constants calibrate --fit chooses, got '{}'", k));
+        chosen.push_back(*it);
+      }
+      keys = chosen;
+    }
+    const CalibrationFit f = fit_calibration(cal, keys);
+    if (!a.fit_output.empty()) write_fitted(f, a.fit_output);
+    const auto rows = run_calibration(f.cal);
+    text = a.out.format == "json"
+               ? calibration_report(rows, "json")
+               : fit_text(f, a.out.format) + calibration_report(rows, a.out.format);
   } else {
     text = calibration_report(run_calibration(cal), a.out.format);
   }
@@ -39,6 +86,12 @@ Runner register_calibrate(CLI::App& cmd) {
   auto a = std::make_shared<CalibrateArgs>();
   cmd.add_option("--calibration", a->calibration, "JSON file overriding calibration constants");
   cmd.add_flag("--constants", a->constants, "print the constants table instead of the error table");
+  cmd.add_flag("--fit", a->fit,
+               "choose the fitted constants on the fit rows (held-back rows are never looked "
+               "at), then print the error table with them");
+  cmd.add_option("--fit-keys", a->fit_keys, "with --fit: only these constants")->delimiter(',');
+  cmd.add_option("--fit-output", a->fit_output,
+                 "with --fit: write the fitted constants as a --calibration file");
   add_output_options(cmd, a->out, {"table", "markdown", "json"});
   return [a] { return run_calibrate(*a); };
 }

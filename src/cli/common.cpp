@@ -100,7 +100,8 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
   cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step")
       ->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "bf16, fp16 or fp8 (FP8 linear layers, bf16 elsewhere)")
+      ->capture_default_str();
   cmd.add_flag("--no-flash-attention", o.no_flash_attention,
                "attention scores are materialised (s^2 memory and HBM traffic)");
   cmd.add_flag("--tp-overlap", o.tp_overlap, "TP communication overlapped with matmuls");
@@ -266,6 +267,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   Calibration cal;
   if (!o.calibration.empty()) apply_calibration_file(o.calibration, cal);
   Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, cal, cluster_arg, model_arg};
+  if (!o.inference) with_flag_names([&] { validate(job, in.cluster.gpu()); });
   spdlog::debug("cluster {}: {} GPUs in {} tiers; model {}: {} parameters", cs.name,
                 in.cluster.gpu_count(), in.cluster.tier_count(), ms.name,
                 in.model.counts.total_params);

@@ -121,9 +121,10 @@ std::string export_megatron_args(const ExportContext& x) {
   std::string args = fmt::format(
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
       "--context-parallel-size {} --expert-model-parallel-size {} --micro-batch-size {} "
-      "--global-batch-size {} --seq-length {} --{}",
+      "--global-batch-size {} --seq-length {} {}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
-      to_string(j.dtype));
+      j.dtype == Dtype::fp8 ? "--bf16 --fp8-format hybrid"
+                            : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);
   args += pipeline_args(p, split);
   if (p.sequence_parallel) args += " --sequence-parallel";

@@ -208,8 +208,11 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.recompute_block = value(i) == "block";
     } else if (f == "--recompute-num-layers") {
       out.recompute_num_layers = positive(f, value(i), source);
+    } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8
+      (void)value(i);
+      out.dtype = Dtype::fp8;
     } else if (f == "--bf16") {
-      out.dtype = Dtype::bf16;
+      if (out.dtype != Dtype::fp8) out.dtype = Dtype::bf16;
     } else if (f == "--fp16") {
       out.dtype = Dtype::fp16;
     }
