@@ -92,6 +92,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.flash_attention = jc.boolean_or("flash_attention", st.flash_attention);
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
+  j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);
   j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
   j.flexible_pipeline_layout =
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);

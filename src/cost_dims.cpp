@@ -39,12 +39,14 @@ CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab) 
   return t;
 }
 
-EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab) {
+EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab, bool overlap,
+               double hide) {
   EpTime t;
   if (ep.size <= 1 || core.moe_layers_per_stage <= 0) return t;
   const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes);
   const double count = core.moe_layers_per_stage * core.ep_per_layer;
-  t.comm = {count * one.time, count * one.time, one.algorithm};
+  const double total = count * one.time;
+  t.comm = {total, overlap ? std::max(0.0, total - hide) : total, one.algorithm};
   const auto tiers = all_to_all_per_tier(fab, ep, core.ep_bytes);
   for (int k = 0; k < Cluster::kMaxTiers; ++k) t.per_tier[k] = count * tiers[k];
   return t;

@@ -358,7 +358,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   const CommTime tp =
       tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
   const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab);
-  const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab);
+  const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab, j.ep_comm_overlap, t_compute);
   const CommTime hop =
       pp_hop_time(core, sh.dims[Dim::pp], sh.dims[Dim::tp], fab, p.sequence_parallel);
   const PipelineTime pipe = pipeline_time(t_compute + tp.exposed + cp.exposed + ep.comm.exposed,

@@ -228,9 +228,10 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   return ch;
 }
 
-/// With full recomputation fitting, the fewest recomputed layers per stage (in whole model
-/// chunks: multiples of vpp) that still fit, when fewer than all: Megatron-LM's block method,
-/// with its costed core. nullopt when recomputing every layer is the only way.
+/// With full recomputation fitting, the fewest recomputed layers per stage that still fit, when
+/// fewer than all: Megatron-LM's block method, k layers in each of the stage's vpp model chunks
+/// (k x vpp per stage; the largest chunk has ceil(layers / vpp), so k runs up to one less), with
+/// its costed core. nullopt when recomputing every layer is the only way.
 struct PartialRecompute {
   Plan plan;
   PlanCore core;
@@ -238,8 +239,9 @@ struct PartialRecompute {
 std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const Model& m,
                                                          const JobSpec& j, const Plan& full,
                                                          const Calibration& cal) {
-  const int chunks = static_cast<int>(split_of(full, m.spec.layers).max() / full.vpp);
-  if (chunks < 2) return std::nullopt;
+  const int stage = static_cast<int>(split_of(full, m.spec.layers).max());
+  const int per_chunk = (stage + full.vpp - 1) / full.vpp;  // layers in the largest chunk
+  if (per_chunk < 2 || (per_chunk - 1) * full.vpp >= stage) return std::nullopt;
   std::optional<PartialRecompute> found;  // the least count that fits so far, with its core
   auto fits = [&](int k) {
     PartialRecompute t{full, {}};
@@ -248,8 +250,8 @@ std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const
     if (t.core.fits) found = t;
     return t.core.fits;
   };
-  if (!fits(chunks - 1)) return std::nullopt;
-  int lo = 1, hi = chunks - 1;  // fits(hi); find the least
+  if (!fits(per_chunk - 1)) return std::nullopt;
+  int lo = 1, hi = per_chunk - 1;  // fits(hi); find the least
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
     if (fits(mid))

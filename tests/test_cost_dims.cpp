@@ -91,6 +91,12 @@ TEST_CASE("ep_time: the slowest tier of the all-to-all sets its time") {
   PlanCore dense = core();
   dense.moe_layers_per_stage = 0;
   CHECK(ep_time(dense, across(8, 4), fabric()).comm.total == 0);
+  // Overlapped (DualPipe): another microbatch's compute hides the all-to-all; only the excess
+  // shows, and none when the compute is longer.
+  const EpTime hidden = ep_time(core(), across(8, 4), fabric(), true, 3e-3);
+  CHECK(hidden.comm.total == Approx(8 * 417e-6));
+  CHECK(hidden.comm.exposed == Approx(8 * 417e-6 - 3e-3));
+  CHECK(ep_time(core(), across(8, 4), fabric(), true, 1.0).comm.exposed == 0);
 }
 
 TEST_CASE("pp_hop_time: scatter/gather sends a TP slice, then all-gathers without SP") {

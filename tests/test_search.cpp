@@ -121,3 +121,36 @@ TEST_CASE("a stop request ends the search with Interrupted, not a partial result
     CHECK_THROWS_AS(search(c, m, JobSpec{}, Calibration{}, o), Interrupted);
   }
 }
+
+TEST_CASE("partial recomputation in whole chunks also when a flexible layout's chunks are uneven") {
+  // Llama 3.1 405B on 16,384 H100, TP 8 x PP 16 x DP 128, vpp 6: 126 layers as 7 / 8 x 14 / 7,
+  // so a middle stage's 8 layers sit in chunks of 2, 2, 1, 1, 1, 1. Without recomputation the
+  // activations do not fit; recomputing one layer of each chunk (Megatron's block method with
+  // --recompute-num-layers 1: 6 of the 8) does, and beats recomputing all 8.
+  Cluster c = test::preset_cluster("dgx-h100", 2048);
+  Model m = test::preset_model("llama3.1-405b");
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 2048;
+  SearchOptions o;
+  o.fixed[Dim::tp] = 8;
+  o.fixed[Dim::cp] = 1;
+  o.fixed[Dim::ep] = 1;
+  o.fixed[Dim::pp] = 16;
+  o.fixed[Dim::dp] = 128;
+  o.micro_batch = 1;
+  o.vpp = 6;
+  o.zero = 1;  // recomputation searched: none and selective do not fit
+  o.sequence_parallel = true;
+  o.top_k = 1;
+  const SearchResult r = search(c, m, j, Calibration{}, o);
+  REQUIRE(!r.top.empty());
+  const Candidate& best = r.top.front();
+  CHECK(best.eval.fits);
+  CHECK(best.plan.recompute == Recompute::full);
+  CHECK(best.plan.recompute_layers == 6);
+  Plan all = best.plan;
+  all.recompute_layers = 0;
+  CHECK(best.eval.step_time <
+        evaluate(c, m, j, all, Mapping::from_order(all), Calibration{}).step_time);
+}

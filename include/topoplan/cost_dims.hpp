@@ -58,13 +58,16 @@ inline constexpr double kBackwardFraction = 2.0 / 3.0;
 [[nodiscard]] CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab);
 
 /// EP, per microbatch: per MoE layer an all-to-all dispatch and combine forward, the same
-/// backward (and again for a recomputed forward), all exposed. `per_tier` is the transfer time
-/// by tier (the slowest tier sets the collective's time).
+/// backward (and again for a recomputed forward), exposed unless overlapped (below). `per_tier` is
+/// the transfer time by tier (the slowest tier sets the collective's time).
 struct EpTime {
   CommTime comm;
   std::array<double, Cluster::kMaxTiers> per_tier{};
 };
-[[nodiscard]] EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab);
+/// With `overlap` the all-to-all of one microbatch runs under the compute (`hide`, seconds) of
+/// another: only what exceeds it is exposed.
+[[nodiscard]] EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab,
+                             bool overlap = false, double hide = 0);
 
 /// One pipeline hop: a microbatch's activations across a stage boundary, each TP rank sending
 /// its 1/tp slice (scatter/gather); without sequence parallelism the receiver all-gathers them.

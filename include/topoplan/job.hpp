@@ -17,8 +17,11 @@ struct JobSpec {
   std::int64_t seq_len = 4096;      ///< tokens per sequence
   std::int64_t global_batch = 512;  ///< sequences per optimizer step
   Dtype dtype = Dtype::bf16;
-  bool flash_attention = true;      ///< fused attention: no s^2 scores stored or streamed
-  bool tp_comm_overlap = false;     ///< TP collectives overlapped with matmuls (userbuffers)
+  bool flash_attention = true;   ///< fused attention: no s^2 scores stored or streamed
+  bool tp_comm_overlap = false;  ///< TP collectives overlapped with matmuls (userbuffers)
+  /// EP all-to-all hidden behind another microbatch's compute (DeepSeek's DualPipe,
+  /// Megatron-core's --overlap-moe-expert-parallel-comm); exposed only beyond that compute.
+  bool ep_comm_overlap = false;
   bool overlap_grad_reduce = true;  ///< DP reduction overlapped with the backward pass
   bool overlap_p2p = true;          ///< PP sends overlapped with compute in the steady state
   /// Interleaved pipeline stages need not hold a multiple of vpp layers (the stack has

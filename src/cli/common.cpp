@@ -105,6 +105,9 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--no-flash-attention", o.no_flash_attention,
                "attention scores are materialised (s^2 memory and HBM traffic)");
   cmd.add_flag("--tp-overlap", o.tp_overlap, "TP communication overlapped with matmuls");
+  cmd.add_flag("--ep-overlap", o.ep_overlap,
+               "EP all-to-all hidden behind another microbatch's compute (DualPipe, Megatron-core "
+               "--overlap-moe-expert-parallel-comm)");
   cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
                "DP gradient reduction after the backward pass, not during it");
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
@@ -254,6 +257,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   const ImportedPlan& f = from ? *from : none;
   job.flash_attention = pick("--no-flash-attention", false, f.flash_attention, st.flash_attention);
   job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
+  job.ep_comm_overlap = pick("--ep-overlap", true, f.ep_comm_overlap, false);
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
@@ -293,6 +297,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--global-batch",
                                                   "--no-flash-attention",
                                                   "--tp-overlap",
+                                                  "--ep-overlap",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",
                                                   "--gpus",

@@ -37,6 +37,7 @@ struct InputOptions {
   std::string dtype = "bf16";
   bool no_flash_attention = false;
   bool tp_overlap = false;
+  bool ep_overlap = false;
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   std::string calibration;  ///< --calibration FILE

@@ -36,6 +36,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"dtype", to_string(job.dtype)},
           {"flash_attention", job.flash_attention},
           {"tp_comm_overlap", job.tp_comm_overlap},
+          {"ep_comm_overlap", job.ep_comm_overlap},
           {"overlap_grad_reduce", job.overlap_grad_reduce},
           {"overlap_p2p", job.overlap_p2p}};
 }

@@ -130,6 +130,7 @@ std::string export_megatron_args(const ExportContext& x) {
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
+  if (x.run.job.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";
   if (x.run.job.overlap_p2p && p.vpp > 1) args += " --overlap-p2p-communication";
   if (p.zero >= 1) args += " --use-distributed-optimizer";
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";

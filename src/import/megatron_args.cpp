@@ -156,6 +156,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   out.plan.zero = 0;
   out.overlap_grad_reduce = false;  // Megatron-LM's defaults
   out.tp_comm_overlap = false;
+  out.ep_comm_overlap = false;
   out.overlap_p2p = false;
   bool saw_tp = false;
   auto value = [&](std::size_t& i) -> const std::string& {
@@ -200,6 +201,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.overlap_grad_reduce = true;
     } else if (f == "--tp-comm-overlap") {
       out.tp_comm_overlap = true;
+    } else if (f == "--overlap-moe-expert-parallel-comm") {
+      out.ep_comm_overlap = true;
     } else if (f == "--overlap-p2p-communication") {
       out.overlap_p2p = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
