@@ -66,6 +66,7 @@ void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
   j.batch = w.positive_int("batch");
   j.weight_dtype = parse_dtype(w.string("weight_dtype"), r.source());
   j.kv_dtype = w.has("kv_dtype") ? parse_dtype(w.string("kv_dtype"), r.source()) : j.weight_dtype;
+  if (w.has("runtime")) j.runtime = parse_runtime(w.string("runtime"), r.source());
   auto pc = r.at("plan");
   Plan p;
   p[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
@@ -93,6 +94,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
   j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);
+  j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
   j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
   j.flexible_pipeline_layout =
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
@@ -177,7 +179,11 @@ std::vector<FittedConstant> default_fitted_constants() {
           {"gemm_efficiency_fp8.hopper", 0, 0, 0.2, 0.9},
           {"elementwise_hidden_passes", 0, 0, 8, 11},
           {"decode_layer_overhead_us", 0, 0, 0, 200},
-          {"decode_collective_overhead_us", 0, 0, 0, 100}};
+          {"decode_collective_overhead_us", 0, 0, 0, 100},
+          {"decode_layer_overhead_us.fastertransformer", 0, 0, 0, 400},
+          {"decode_collective_overhead_us.fastertransformer", 0, 0, 0, 100},
+          {"decode_layer_overhead_us.fastertransformer-triton", 0, 0, 0, 400},
+          {"request_overhead_ms.fastertransformer-triton", 0, 0, 0, 300}};
 }
 
 namespace {

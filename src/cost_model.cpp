@@ -53,7 +53,8 @@ double recomputed_fraction(const Plan& p, double layers) {
 
 /// Bytes per parameter of the gradients data parallelism reduces.
 double gradient_bytes(const JobSpec& j, const Calibration& cal) {
-  return j.dtype == Dtype::fp16 ? cal.grad_reduce_bytes_fp16 : cal.grad_reduce_bytes_bf16;
+  if (j.dtype == Dtype::fp16) return cal.grad_reduce_bytes_fp16;
+  return j.grad_reduce_bf16 ? 2.0 : cal.grad_reduce_bytes_bf16;
 }
 
 struct StageParams {

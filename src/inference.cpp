@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "topoplan/error.hpp"
 #include "topoplan/search.hpp"
@@ -16,6 +17,22 @@ Objective parse_objective(const std::string& s, const std::string& what) {
 }
 
 const char* to_string(Objective o) { return o == Objective::latency ? "latency" : "throughput"; }
+
+namespace {
+constexpr std::array<const char*, kRuntimes> kRuntimeNames{"tensorrt-llm", "fastertransformer",
+                                                           "fastertransformer-triton"};
+}  // namespace
+
+Runtime parse_runtime(const std::string& s, const std::string& what) {
+  for (int i = 0; i < kRuntimes; ++i)
+    if (s == kRuntimeNames[i]) return static_cast<Runtime>(i);
+  throw_input(what, "",
+              fmt::format("expected tensorrt-llm, fastertransformer or fastertransformer-triton, "
+                          "got '{}'",
+                          s));
+}
+
+const char* to_string(Runtime r) { return kRuntimeNames[static_cast<int>(r)]; }
 
 PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) {
   if (p[Dim::cp] != 1) return PlanError::unsupported_dim;  // CP is for training here
@@ -46,15 +63,21 @@ struct Serving {
   double layer_weights = 0, head_weights = 0;  ///< bytes held per GPU
   double batch = 0, prompt = 0, tokens = 0;    ///< prefill: batch x prompt tokens
   double micro = 0;                            ///< decode: sequences per pipeline micro-batch
+  double layer_overhead = 0, collective_overhead = 0;  ///< the runtime's fixed costs, seconds
+  /// The runtime has a one-shot all-reduce kernel beside NCCL (TensorRT-LLM's custom
+  /// all-reduce; FasterTransformer's is off unless enabled, so it runs NCCL's).
+  bool custom_all_reduce = true;
 
   /// A TP all-reduce in the serving loop: the cheaper of NCCL's choice and one-shot, plus the
   /// calibrated per-collective overhead.
   [[nodiscard]] CollectiveCost tp_all_reduce(double bytes) const {
     if (tp <= 1) return CollectiveCost{};
     CollectiveCost best = all_reduce(fab, tp_shape, bytes);
-    CollectiveCost one = one_shot_all_reduce(fab, tp_shape, bytes);
-    if (one.time < best.time) best = one;
-    best.time += cal.decode_collective_overhead;
+    if (custom_all_reduce) {
+      CollectiveCost one = one_shot_all_reduce(fab, tp_shape, bytes);
+      if (one.time < best.time) best = one;
+    }
+    best.time += collective_overhead;
     return best;
   }
   [[nodiscard]] double hop(double bytes) const {
@@ -77,9 +100,11 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.stage_layers = static_cast<double>(topoplan::stage_layers(m.spec.layers, s.pp).max());
   s.h = static_cast<double>(m.spec.hidden);
   s.w_bytes = dtype_bytes(j.weight_dtype);
-  const double peak =
-      j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0 ? gpu.peak_flops_fp8 : gpu.peak_flops;
-  s.gemm = peak * cal.gemm_efficiency[static_cast<int>(gpu.arch)];
+  // FP8 weights on FP8 tensor cores run at the FP8 GEMM efficiency (the one training fits).
+  const int arch = static_cast<int>(gpu.arch);
+  s.gemm = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0
+               ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch]
+               : gpu.peak_flops * cal.gemm_efficiency[arch];
   s.hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
   // K and V for this GPU's share of the KV heads (MLA: the whole latent on every TP rank).
   const double kv_split =
@@ -94,6 +119,9 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.prompt = static_cast<double>(j.prompt_len);
   s.tokens = s.batch * s.prompt;
   s.micro = std::max(1.0, s.batch / s.pp);
+  s.layer_overhead = cal.decode_layer_overhead[static_cast<int>(j.runtime)];
+  s.collective_overhead = cal.decode_collective_overhead[static_cast<int>(j.runtime)];
+  s.custom_all_reduce = j.runtime == Runtime::tensorrt_llm;
   return s;
 }
 
@@ -113,7 +141,8 @@ PrefillBreakdown prefill(const Serving& s) {
                       s.act_bytes / s.hbm;
   PrefillBreakdown out;
   out.compute = fwd_flops / rate + elem;
-  out.overhead = s.layers * s.cal.decode_layer_overhead;
+  out.overhead =
+      s.layers * s.layer_overhead + s.cal.request_overhead[static_cast<int>(s.j.runtime)];
   out.tp = 2.0 * s.layers * s.tp_all_reduce(s.tokens * s.h * s.act_bytes).time;
   out.pp = (s.pp - 1) * s.hop(s.tokens * s.h * s.act_bytes);
   return out;
@@ -149,7 +178,7 @@ void decode(const Serving& s, InferenceEval& e) {
   e.decode.memory = s.pp * stage_time;
   e.weight_read = s.pp * stage_read / s.hbm;
   e.kv_read = s.pp * stage_kv / s.hbm;
-  e.decode.overhead = s.layers * s.cal.decode_layer_overhead;
+  e.decode.overhead = s.layers * s.layer_overhead;
   e.decode.tp = 2.0 * s.layers * decode_ar.time;
   e.decode.pp = (s.pp - 1) * s.hop(s.micro * s.h * s.act_bytes);
 }
@@ -163,7 +192,7 @@ void expert_all_to_alls(const Serving& s, InferenceEval& e) {
   const double moe_layers = static_cast<double>(k.moe_layers);
   e.decode.ep = 2.0 * moe_layers *
                 (all_to_all(s.fab, s.ep_shape, s.micro * topk * s.h * s.act_bytes).time +
-                 s.cal.decode_collective_overhead);
+                 s.collective_overhead);
   e.prefill.ep = 2.0 * moe_layers *
                  all_to_all(s.fab, s.ep_shape, s.tokens / s.tp * topk * s.h * s.act_bytes).time;
 }

@@ -142,7 +142,8 @@ nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& 
                    {"output_len", ctx.job.output_len},
                    {"batch", ctx.job.batch},
                    {"weight_dtype", to_string(ctx.job.weight_dtype)},
-                   {"kv_dtype", to_string(ctx.job.kv_dtype)}};
+                   {"kv_dtype", to_string(ctx.job.kv_dtype)},
+                   {"runtime", to_string(ctx.job.runtime)}};
   j["tp"] = p[Dim::tp];
   j["pp"] = p[Dim::pp];
   j["ep"] = p[Dim::ep];

@@ -160,3 +160,23 @@ TEST_CASE("the bubble shrinks as the global batch grows") {
   CHECK(a.time.bubble / a.step_time > 4 * (b.time.bubble / b.step_time));
   CHECK(b.mfu > a.mfu);
 }
+
+TEST_CASE("gradients in bf16 (--grad-reduce-bf16): half the gradient memory and DP traffic") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Plan p = plan(8, 4, 4);
+  p.zero = 0;  // DP all-reduces the gradients only (ZeRO-1 would add a bf16 parameter gather)
+  const Evaluation fp32 = eval(c, m, j, p);
+  j.grad_reduce_bf16 = true;
+  const Evaluation bf16 = eval(c, m, j, p);
+  CHECK(bf16.memory.gradients == Approx(fp32.memory.gradients / 2));
+  CHECK(bf16.memory.weights == Approx(fp32.memory.weights));
+  CHECK(bf16.memory.optimizer == Approx(fp32.memory.optimizer));
+  CHECK(bf16.comm[Dim::dp] < 0.6 * fp32.comm[Dim::dp]);
+  // fp16 training reduces in fp16 already: the setting changes nothing there.
+  j.dtype = Dtype::fp16;
+  const Evaluation fp16 = eval(c, m, j, p);
+  j.grad_reduce_bf16 = false;
+  CHECK(eval(c, m, j, p).memory.gradients == Approx(fp16.memory.gradients));
+}

@@ -350,3 +350,24 @@ TEST_CASE("launch advice names only the launchers that can start the placement")
   CHECK_THAT(export_megatron_args(ExportContext{run, p, both, t3, opt}),
              Catch::Contains("no launcher format here can put them as is"));
 }
+
+TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and read back") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.grad_reduce_bf16 = true;
+  RunContext run{c, m, j, Calibration{}};
+  Plan p = make(8, 1, 1, 4, 1, kDefaultOrder);
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  CHECK_THAT(text, Catch::Contains("--grad-reduce-in-bf16"));
+  const ImportedPlan back =
+      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  REQUIRE(back.grad_reduce_bf16);
+  CHECK(*back.grad_reduce_bf16);
+  j.grad_reduce_bf16 = false;
+  RunContext plain{c, m, j, Calibration{}};
+  CHECK_THAT(export_megatron_args(ExportContext{plain, p, map, t, ExportOptions{}}),
+             !Catch::Contains("--grad-reduce-in-bf16"));
+}

@@ -31,12 +31,12 @@ TEST_CASE("the seed's arithmetic: 2 ms of exposed communication per token down t
   Calibration cal;
   cal.collective_base_latency = 0;
   cal.links[static_cast<int>(Link::nvlink4)].step_latency = 0;
-  cal.decode_collective_overhead = 0;
+  cal.decode_collective_overhead.fill(0);
   const double bytes_only = run(c, m, j, plan(8, 1, 1), cal).decode.tp;
   REQUIRE(bytes_only < 0.5e-3);
   auto with_comm = [&](double per_token) {
     Calibration k = cal;
-    k.decode_collective_overhead = (per_token - bytes_only) / 160.0;
+    k.decode_collective_overhead.fill((per_token - bytes_only) / 160.0);
     return run(c, m, j, plan(8, 1, 1), k);
   };
   InferenceEval slow = with_comm(2.0e-3), fast = with_comm(0.5e-3);
@@ -180,8 +180,8 @@ TEST_CASE("serving parts by hand: prefill, decode, collectives, pipeline hops, m
   for (Link l : {Link::nvlink4, Link::infiniband})
     cal.links[static_cast<int>(l)] = {1.0, 1e-6, 0.0};
   cal.collective_base_latency = cal.network_base_latency = 0;
-  cal.decode_layer_overhead = 10e-6;
-  cal.decode_collective_overhead = 0;
+  cal.decode_layer_overhead.fill(10e-6);
+  cal.decode_collective_overhead.fill(0);
   cal.reserved_bytes = 0;
   const Model m(test::dense_spec("small", 1024, 4, 8, 4096, 1000, false));
   InferenceJob j;
@@ -215,4 +215,55 @@ TEST_CASE("serving parts by hand: prefill, decode, collectives, pipeline hops, m
   CHECK(e.memory_weights == Approx(26193920));
   CHECK(e.memory_kv == Approx(909312));
   CHECK(e.memory_other == Approx(3276800 + 4000));
+}
+
+TEST_CASE(
+    "serving runtimes: their own decode overheads, NCCL-only all-reduce, a per-request cost") {
+  // GPT-3 175B at TP 8 on one DGX A100 (FasterTransformer's published setting).
+  Cluster c = test::preset_cluster("dgx-a100", 1);
+  Model m = test::preset_model("gpt3-175b");
+  InferenceJob j;
+  j.prompt_len = 128;
+  j.output_len = 8;
+  j.weight_dtype = j.kv_dtype = Dtype::fp16;
+  const Calibration cal;
+  const InferenceEval trt = run(c, m, j, plan(8, 1, 1), cal);
+  j.runtime = Runtime::fastertransformer;
+  const InferenceEval ft = run(c, m, j, plan(8, 1, 1), cal);
+  j.runtime = Runtime::fastertransformer_triton;
+  const InferenceEval triton = run(c, m, j, plan(8, 1, 1), cal);
+  // TensorRT-LLM's one-shot all-reduce is latency-bound and cheaper than NCCL's ring or tree,
+  // which FasterTransformer runs by default.
+  CHECK(trt.tp_algorithm == Algorithm::one_shot);
+  CHECK(ft.tp_algorithm != Algorithm::one_shot);
+  CHECK(ft.decode.tp > trt.decode.tp);
+  // Each runtime's per-layer cost: 96 layers x its constant.
+  for (const auto& [e, r] : {std::pair{&trt, 0}, std::pair{&ft, 1}, std::pair{&triton, 2}})
+    CHECK(e->decode.overhead == Approx(96 * cal.decode_layer_overhead[r]));
+  // The server's per-request cost is paid once, in the time to the first token.
+  CHECK(triton.prefill.overhead ==
+        Approx(96 * cal.decode_layer_overhead[2] + cal.request_overhead[2]));
+  CHECK(cal.request_overhead[2] > 0.05);
+  CHECK(triton.end_to_end == Approx(triton.ttft + 7 * triton.token_latency));
+  CHECK(parse_runtime("fastertransformer-triton", "--runtime") ==
+        Runtime::fastertransformer_triton);
+  CHECK_THROWS_AS(parse_runtime("vllm", "--runtime"), InputError);
+}
+
+TEST_CASE("FP8 weights: prefill runs at the FP8 GEMM efficiency, bf16 weights do not") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = llama2_7b();
+  InferenceJob j;
+  j.prompt_len = 2048;
+  j.output_len = 1;
+  Calibration cal;
+  auto compute = [&](Dtype d, double fp8_eff) {
+    j.weight_dtype = j.kv_dtype = d;
+    cal.gemm_efficiency_fp8[static_cast<int>(Arch::hopper)] = fp8_eff;
+    return run(c, m, j, plan(1, 1, 8), cal).prefill.compute;
+  };
+  // Halving the FP8 efficiency nearly doubles FP8 prefill (the element-wise part is unchanged)
+  // and leaves bf16's alone.
+  CHECK(compute(Dtype::fp8, 0.25) > 1.8 * compute(Dtype::fp8, 0.5));
+  CHECK(compute(Dtype::bf16, 0.25) == Approx(compute(Dtype::bf16, 0.5)));
 }

@@ -64,11 +64,15 @@ struct Calibration {
   /// Fraction of TP communication still exposed when TP overlap (--tp-overlap) is on.
   double tp_overlap_exposed_fraction = 0.25;
   /// Inference decode: fixed time per layer per generated token (kernel launches and
-  /// synchronisation between the ~10 kernels of a layer), seconds.
-  double decode_layer_overhead = 85.4e-6;
+  /// synchronisation between the ~10 kernels of a layer), seconds, per serving runtime
+  /// (TensorRT-LLM, FasterTransformer, FasterTransformer behind Triton: Runtime's order).
+  std::array<double, 3> decode_layer_overhead{85.4e-6, 70.1e-6, 106.3e-6};
   /// Inference: extra time per TP collective in the decode loop (launch and the barrier it
-  /// puts between kernels), seconds.
-  double decode_collective_overhead = 16.5e-6;
+  /// puts between kernels), seconds, per serving runtime.
+  std::array<double, 3> decode_collective_overhead{16.5e-6, 16.5e-6, 16.5e-6};
+  /// Inference: fixed time per request (the server in front of the engine), seconds, counted in
+  /// the time to the first token; per serving runtime.
+  std::array<double, 3> request_overhead{0.0, 0.0, 93.0e-3};
   /// Bytes of HBM traffic per parameter in the optimizer step (Adam, fp32 state).
   double optimizer_bytes_per_param = 36.0;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.

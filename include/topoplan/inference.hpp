@@ -11,12 +11,21 @@
 
 namespace topoplan {
 
+/// The serving runtime, for its fixed per-layer and per-collective decode costs (kernel launches,
+/// synchronisation, the server around the engine): TensorRT-LLM (the default), FasterTransformer
+/// (2022) run directly, and FasterTransformer behind Triton Inference Server.
+enum class Runtime { tensorrt_llm, fastertransformer, fastertransformer_triton };
+inline constexpr int kRuntimes = 3;
+[[nodiscard]] Runtime parse_runtime(const std::string& s, const std::string& what);
+[[nodiscard]] const char* to_string(Runtime r);
+
 struct InferenceJob {
   std::int64_t prompt_len = 1024;  ///< tokens in
   std::int64_t output_len = 256;   ///< tokens generated
   std::int64_t batch = 1;          ///< concurrent sequences per replica
   Dtype weight_dtype = Dtype::bf16;
   Dtype kv_dtype = Dtype::bf16;
+  Runtime runtime = Runtime::tensorrt_llm;
 };
 
 enum class Objective { latency, throughput };

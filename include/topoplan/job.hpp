@@ -23,7 +23,11 @@ struct JobSpec {
   /// Megatron-core's --overlap-moe-expert-parallel-comm); exposed only beyond that compute.
   bool ep_comm_overlap = false;
   bool overlap_grad_reduce = true;  ///< DP reduction overlapped with the backward pass
-  bool overlap_p2p = true;          ///< PP sends overlapped with compute in the steady state
+  /// bf16/fp8 training keeps and reduces its gradients in bf16, not in fp32 main_grad buffers
+  /// (Megatron-LM --grad-reduce-in-bf16, NeMo's grad_sync_dtype: bf16): half the gradient memory
+  /// and DP traffic. fp16 training reduces in fp16 either way.
+  bool grad_reduce_bf16 = false;
+  bool overlap_p2p = true;  ///< PP sends overlapped with compute in the steady state
   /// Interleaved pipeline stages need not hold a multiple of vpp layers (the stack has
   /// Megatron-core's --pipeline-model-parallel-layout); plans take it as Plan::flexible_layout.
   bool flexible_pipeline_layout = true;

@@ -108,6 +108,9 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--ep-overlap", o.ep_overlap,
                "EP all-to-all hidden behind another microbatch's compute (DualPipe, Megatron-core "
                "--overlap-moe-expert-parallel-comm)");
+  cmd.add_flag("--grad-reduce-bf16", o.grad_reduce_bf16,
+               "bf16/fp8 training keeps and reduces gradients in bf16, not fp32 (Megatron-LM "
+               "--grad-reduce-in-bf16, NeMo grad_sync_dtype: bf16)");
   cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
                "DP gradient reduction after the backward pass, not during it");
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
@@ -187,6 +190,10 @@ void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
       ->capture_default_str();
   cmd.add_option("--kv-dtype", o.kv_dtype,
                  "(inference) KV cache format: bf16, fp16, fp8 (default: --dtype)");
+  cmd.add_option("--runtime", o.runtime,
+                 "(inference) serving runtime, for its per-layer and per-collective decode costs: "
+                 "tensorrt-llm, fastertransformer, fastertransformer-triton")
+      ->capture_default_str();
   if (search) {
     cmd.add_option("--objective", o.objective, "(inference) latency or throughput")
         ->capture_default_str();
@@ -209,6 +216,7 @@ InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
   j.batch = o.batch;
   j.weight_dtype = parse_dtype(io.dtype, "--dtype");
   j.kv_dtype = o.kv_dtype.empty() ? j.weight_dtype : parse_dtype(o.kv_dtype, "--kv-dtype");
+  j.runtime = parse_runtime(o.runtime, "--runtime");
   if (o.max_token_latency_ms < 0 || o.max_ttft_ms < 0)
     throw_input("--max-token-latency-ms/--max-ttft-ms", "", "expected a positive number of ms");
   return j;
@@ -258,6 +266,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.flash_attention = pick("--no-flash-attention", false, f.flash_attention, st.flash_attention);
   job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
   job.ep_comm_overlap = pick("--ep-overlap", true, f.ep_comm_overlap, false);
+  job.grad_reduce_bf16 = pick("--grad-reduce-bf16", true, f.grad_reduce_bf16, false);
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
@@ -298,6 +307,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--no-flash-attention",
                                                   "--tp-overlap",
                                                   "--ep-overlap",
+                                                  "--grad-reduce-bf16",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",
                                                   "--gpus",
@@ -317,7 +327,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--max-cp",
                                                   "--variants"};
   static constexpr const char* kServingOnly[] = {
-      "--prompt-len", "--output-len",           "--batch",      "--kv-dtype",
+      "--prompt-len", "--output-len",           "--batch",      "--kv-dtype", "--runtime",
       "--objective",  "--max-token-latency-ms", "--max-ttft-ms"};
   if (inference) {
     for (const char* f : kTrainingOnly)

@@ -38,6 +38,7 @@ struct InputOptions {
   bool no_flash_attention = false;
   bool tp_overlap = false;
   bool ep_overlap = false;
+  bool grad_reduce_bf16 = false;
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   std::string calibration;  ///< --calibration FILE
@@ -82,6 +83,7 @@ struct InferenceOptions {
   std::int64_t output_len = 256;
   std::int64_t batch = 1;
   std::string kv_dtype;  ///< empty: as --dtype
+  std::string runtime = "tensorrt-llm";
   std::string objective = "latency";
   double max_token_latency_ms = 0;
   double max_ttft_ms = 0;

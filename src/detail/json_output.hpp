@@ -38,6 +38,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"tp_comm_overlap", job.tp_comm_overlap},
           {"ep_comm_overlap", job.ep_comm_overlap},
           {"overlap_grad_reduce", job.overlap_grad_reduce},
+          {"grad_reduce_bf16", job.grad_reduce_bf16},
           {"overlap_p2p", job.overlap_p2p}};
 }
 

@@ -157,6 +157,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   out.overlap_grad_reduce = false;  // Megatron-LM's defaults
   out.tp_comm_overlap = false;
   out.ep_comm_overlap = false;
+  out.grad_reduce_bf16 = false;
   out.overlap_p2p = false;
   bool saw_tp = false;
   auto value = [&](std::size_t& i) -> const std::string& {
@@ -203,6 +204,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.tp_comm_overlap = true;
     } else if (f == "--overlap-moe-expert-parallel-comm") {
       out.ep_comm_overlap = true;
+    } else if (f == "--grad-reduce-in-bf16") {
+      out.grad_reduce_bf16 = true;
     } else if (f == "--overlap-p2p-communication") {
       out.overlap_p2p = true;
     } else if (f == "--use-tp-pp-dp-mapping") {
