@@ -34,6 +34,8 @@ Runtime parse_runtime(const std::string& s, const std::string& what) {
 
 const char* to_string(Runtime r) { return kRuntimeNames[static_cast<int>(r)]; }
 
+bool has_one_shot_all_reduce(Runtime r) { return r == Runtime::tensorrt_llm; }
+
 PlanError check_inference_plan(const Cluster& c, const Model& m, const Plan& p) {
   if (p[Dim::cp] != 1) return PlanError::unsupported_dim;  // CP is for training here
   if (p.world() != c.gpu_count()) return PlanError::world_mismatch;
@@ -64,9 +66,7 @@ struct Serving {
   double batch = 0, prompt = 0, tokens = 0;    ///< prefill: batch x prompt tokens
   double micro = 0;                            ///< decode: sequences per pipeline micro-batch
   double layer_overhead = 0, collective_overhead = 0;  ///< the runtime's fixed costs, seconds
-  /// The runtime has a one-shot all-reduce kernel beside NCCL (TensorRT-LLM's custom
-  /// all-reduce; FasterTransformer's is off unless enabled, so it runs NCCL's).
-  bool custom_all_reduce = true;
+  bool custom_all_reduce = true;                       ///< has_one_shot_all_reduce(runtime)
 
   /// A TP all-reduce in the serving loop: the cheaper of NCCL's choice and one-shot, plus the
   /// calibrated per-collective overhead.
@@ -121,7 +121,7 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.micro = std::max(1.0, s.batch / s.pp);
   s.layer_overhead = cal.decode_layer_overhead[static_cast<int>(j.runtime)];
   s.collective_overhead = cal.decode_collective_overhead[static_cast<int>(j.runtime)];
-  s.custom_all_reduce = j.runtime == Runtime::tensorrt_llm;
+  s.custom_all_reduce = has_one_shot_all_reduce(j.runtime);
   return s;
 }
 

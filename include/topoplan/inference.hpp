@@ -18,6 +18,9 @@ enum class Runtime { tensorrt_llm, fastertransformer, fastertransformer_triton }
 inline constexpr int kRuntimes = 3;
 [[nodiscard]] Runtime parse_runtime(const std::string& s, const std::string& what);
 [[nodiscard]] const char* to_string(Runtime r);
+/// Whether the runtime has a one-shot all-reduce kernel beside NCCL's (TensorRT-LLM's custom
+/// all-reduce; FasterTransformer's is off unless enabled, so it runs NCCL's).
+[[nodiscard]] bool has_one_shot_all_reduce(Runtime r);
 
 struct InferenceJob {
   std::int64_t prompt_len = 1024;  ///< tokens in
