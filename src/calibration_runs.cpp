@@ -95,6 +95,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
   j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);
   j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
+  j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
+  j.eager = jc.boolean_or("eager", false);
   j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
   j.flexible_pipeline_layout =
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
@@ -177,6 +179,7 @@ std::vector<FittedConstant> default_fitted_constants() {
   return {{"gemm_efficiency.ampere", 0, 0, 0.4, 0.9},
           {"gemm_efficiency.hopper", 0, 0, 0.4, 0.9},
           {"gemm_efficiency_fp8.hopper", 0, 0, 0.2, 0.9},
+          {"attention_efficiency_fa2.hopper", 0, 0, 0.2, 0.8},
           {"elementwise_hidden_passes", 0, 0, 8, 11},
           {"decode_layer_overhead_us", 0, 0, 0, 200},
           {"decode_collective_overhead_us", 0, 0, 0, 100},

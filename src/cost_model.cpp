@@ -12,13 +12,25 @@ namespace topoplan {
 
 namespace {
 
+/// Forward FLOPs per token of the matmuls op-level selective checkpointing recomputes: every
+/// second one of a layer, in the order torchtitan's Llama block calls them (Q, K, V, output,
+/// gate, up, down; or Q, K, V, output, FC1, FC2), so K, the output projection and the up (or
+/// FC2) projection: 2 h (kv_dim + q_dim + ffn) either way.
+double op_recompute_flops(const Model& m) {
+  const auto& k = m.counts;
+  const double h = static_cast<double>(m.spec.hidden);
+  return std::min(k.layer_matmul_flops, 2.0 * h * (k.kv_dim + k.q_dim + k.active_ffn));
+}
+
 /// Per-token hardware FLOPs of one layer, forward + backward + recomputation.
-double layer_hw_flops(const ModelCounts& k, double s, Recompute r) {
+double layer_hw_flops(const Model& m, double s, Recompute r) {
+  const auto& k = m.counts;
   const double fwd = k.layer_matmul_flops + k.layer_attention_flops_per_seq * s;
   switch (r) {
     case Recompute::none: return 3 * fwd;
     case Recompute::selective: return 3 * fwd + k.layer_attention_flops_per_seq * s;
     case Recompute::full: return 4 * fwd;
+    case Recompute::selective_op: return 3 * fwd + op_recompute_flops(m);
   }
   return 3 * fwd;
 }
@@ -26,7 +38,7 @@ double layer_hw_flops(const ModelCounts& k, double s, Recompute r) {
 }  // namespace
 
 double hardware_flops_per_token(const Model& m, double seq_len, Recompute r) {
-  return static_cast<double>(m.spec.layers) * layer_hw_flops(m.counts, seq_len, r) +
+  return static_cast<double>(m.spec.layers) * layer_hw_flops(m, seq_len, r) +
          3.0 * m.counts.logits_flops;
 }
 
@@ -103,6 +115,13 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
   const auto& k = m.counts;
   const double sp_div = p.sequence_parallel ? t : 1.0;
   if (r == Recompute::full) return 2.0 * tokens * h / sp_div;
+  if (r == Recompute::selective_op) {
+    // The layer's input, Q, V, the attention output, FC1's first output (the gate) and, when
+    // gated, the down projection's output; 2 bytes each (torchtitan keeps bf16 activations).
+    const double saved = h / sp_div + (2.0 * k.q_dim + k.kv_dim + k.active_ffn) / t +
+                         (m.spec.gated_mlp ? h / sp_div : 0.0);
+    return 2.0 * tokens * saved;
+  }
   const bool fp8 = j.dtype == Dtype::fp8;
   // Two norm inputs, the QKV and FC1 inputs (2 bytes each, 1 for the FP8 ones), two masks.
   const double replicated =
@@ -165,24 +184,34 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double linear_rate = j.dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0
                                  ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch] * size
                                  : rate;
+  const double attn_rate =
+      j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
   const double attn = k.layer_attention_flops_per_seq * s / t;
   const double linear = k.layer_matmul_flops / t;
   double linear_passes = 3, attn_passes = 3;
   if (p.recompute == Recompute::full) ++linear_passes, ++attn_passes;
   if (p.recompute == Recompute::selective) ++attn_passes;
+  if (p.recompute == Recompute::selective_op)
+    linear_passes += op_recompute_flops(m) / k.layer_matmul_flops;
 
-  const double e_h = cal.elementwise_hidden_passes * h / (p.sequence_parallel ? t : 1.0);
-  const double e_f = (m.spec.gated_mlp ? 3.0 : 2.0) * f / t;
+  const double sp_div = p.sequence_parallel ? t : 1.0;
+  // Eager: SwiGLU as silu then multiply (5 passes of the MLP width, 3 fused); a plain
+  // activation reads and writes once either way.
+  const double e_h = j.eager ? (cal.eager_elementwise_hidden_passes * h / sp_div +
+                                cal.eager_elementwise_qkv_passes * (k.q_dim + k.kv_dim) / t)
+                             : cal.elementwise_hidden_passes * h / sp_div;
+  const double e_f = (m.spec.gated_mlp ? (j.eager ? 5.0 : 3.0) : 2.0) * f / t;
   const double e_s =
       j.flash_attention ? 0.0 : cal.softmax_passes * static_cast<double>(m.spec.heads) / t * s;
   double elements = 3 * (e_h + e_f + e_s);
   if (p.recompute == Recompute::full) elements += e_h + e_f + e_s;
   if (p.recompute == Recompute::selective) elements += e_s;
+  if (p.recompute == Recompute::selective_op) elements += e_h + e_f;
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
 
   LayerWork w;
-  w.matmul_s = linear_passes * linear / linear_rate + attn_passes * attn / rate;
-  w.attention_fwd_s = attn / rate;
+  w.matmul_s = linear_passes * linear / linear_rate + attn_passes * attn / attn_rate;
+  w.attention_fwd_s = attn / attn_rate;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =

@@ -54,7 +54,8 @@ std::string fingerprint(const JobSpec& j) {
   return fnv1a(fmt::format("{} {} {} {} {} {} {}", j.seq_len, j.global_batch, to_string(j.dtype),
                            j.flash_attention, j.tp_comm_overlap, j.overlap_grad_reduce,
                            j.overlap_p2p)) +
-         (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "");
+         (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
+         (j.fa2_attention ? "-fa2" : "") + (j.eager ? "-eager" : "");
 }
 
 }  // namespace topoplan

@@ -12,7 +12,7 @@ namespace topoplan {
 
 namespace {
 constexpr std::array<const char*, kDims> kDimNames{"tp", "cp", "ep", "dp", "pp"};
-constexpr std::array<const char*, 3> kRecomputeNames{"none", "selective", "full"};
+constexpr std::array<const char*, 4> kRecomputeNames{"none", "selective", "full", "selective-op"};
 }  // namespace
 
 const char* to_string(Dim d) { return detail::name_of(kDimNames, d); }

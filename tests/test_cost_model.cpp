@@ -180,3 +180,62 @@ TEST_CASE("gradients in bf16 (--grad-reduce-bf16): half the gradient memory and 
   j.grad_reduce_bf16 = false;
   CHECK(eval(c, m, j, p).memory.gradients == Approx(fp16.memory.gradients));
 }
+
+TEST_CASE("op-level selective checkpointing (torchtitan selective-op) sits between none and full") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Plan p = plan(8, 4, 4);
+  auto with = [&](Recompute r) {
+    p.recompute = r;
+    return eval(c, m, j, p);
+  };
+  const Evaluation none = with(Recompute::none), sel = with(Recompute::selective);
+  const Evaluation op = with(Recompute::selective_op), full = with(Recompute::full);
+  // It reruns every second matmul of a layer (K, output, up): more than attention alone, less
+  // than the whole forward.
+  CHECK(op.compute.matmul > sel.compute.matmul);
+  CHECK(op.compute.matmul < full.compute.matmul);
+  CHECK(op.compute.elementwise > none.compute.elementwise);
+  CHECK(op.mfu < none.mfu);
+  // It keeps about one tensor in two: less than Megatron's selective, more than full.
+  CHECK(op.memory.activations < sel.memory.activations);
+  CHECK(op.memory.activations > 2 * full.memory.activations);
+  CHECK(op.memory.weights == Approx(none.memory.weights));
+}
+
+TEST_CASE("eager mode (--eager) costs element-wise passes, not matmuls") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.global_batch = 64;
+  const Plan p = plan(1, 1, 8);
+  const Evaluation compiled = eval(c, m, j, p);
+  j.eager = true;
+  const Evaluation eager = eval(c, m, j, p);
+  CHECK(eager.compute.matmul == Approx(compiled.compute.matmul));
+  CHECK(eager.compute.elementwise > 2 * compiled.compute.elementwise);
+  CHECK(eager.step_time > compiled.step_time);
+  CHECK(eager.memory.total() == Approx(compiled.memory.total()));
+}
+
+TEST_CASE(
+    "FlashAttention-2 kernels (--fa2-attention) slow Hopper's attention, more at long context") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3-8b");
+  auto slowdown = [&](int seq) {
+    JobSpec j;
+    j.seq_len = seq;
+    j.global_batch = 8;
+    Plan p = plan(1, 1, 8);
+    p.recompute = Recompute::full;
+    const Evaluation fused = eval(c, m, j, p);
+    j.fa2_attention = true;
+    const Evaluation fa2 = eval(c, m, j, p);
+    CHECK(fa2.compute.elementwise == Approx(fused.compute.elementwise));
+    return fa2.compute.matmul / fused.compute.matmul;
+  };
+  const double short_ctx = slowdown(2048), long_ctx = slowdown(32768);
+  CHECK(short_ctx > 1.0);
+  CHECK(long_ctx > short_ctx + 0.2);  // attention is most of the FLOPs at 32k tokens
+}

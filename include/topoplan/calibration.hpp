@@ -24,6 +24,10 @@ struct Calibration {
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
   std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.487, 0.487};
+  /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
+  /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
+  /// efficiency.
+  std::array<double, kArchs> attention_efficiency_fa2{0.693, 0.385, 0.385};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
@@ -31,6 +35,13 @@ struct Calibration {
   /// Element-wise traffic per token per layer, forward, in elements per unit of hidden size:
   /// two norms and two fused bias-dropout-residual adds.
   double elementwise_hidden_passes = 8;
+  /// The same in PyTorch eager mode (JobSpec::eager), per unit of hidden size: two RMSNorms run
+  /// as cast, square, mean, scale, cast back and weight multiply (18 each, fp32 counted as two
+  /// elements), two residual adds (3 each) and the attention output's transpose copy (2).
+  double eager_elementwise_hidden_passes = 44;
+  /// Eager mode, per unit of q_dim + kv_dim: rotary embeddings in fp32 complex arithmetic (cast,
+  /// multiply, cast back: 10) and the K/V head repetition for grouped-query attention (2).
+  double eager_elementwise_qkv_passes = 12;
   /// Element-wise traffic on the attention scores per token per layer per head, forward, in
   /// elements per unit of sequence length, when attention is not fused (scale-mask-softmax,
   /// dropout and its mask).

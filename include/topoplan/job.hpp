@@ -17,7 +17,15 @@ struct JobSpec {
   std::int64_t seq_len = 4096;      ///< tokens per sequence
   std::int64_t global_batch = 512;  ///< sequences per optimizer step
   Dtype dtype = Dtype::bf16;
-  bool flash_attention = true;   ///< fused attention: no s^2 scores stored or streamed
+  bool flash_attention = true;  ///< fused attention: no s^2 scores stored or streamed
+  /// Attention runs FlashAttention-2-class kernels (PyTorch SDPA, as torchtitan uses), at
+  /// Calibration::attention_efficiency_fa2 instead of the GEMM efficiency of cuDNN / Transformer
+  /// Engine fused attention. Matters on Hopper, where FlashAttention-2 lacks the new tensor-core
+  /// instructions.
+  bool fa2_attention = false;
+  /// PyTorch eager mode (no torch.compile, no fused kernels): each norm, rotary embedding, SwiGLU
+  /// and residual add runs as several element-wise kernels (Calibration::eager_* passes).
+  bool eager = false;
   bool tp_comm_overlap = false;  ///< TP collectives overlapped with matmuls (userbuffers)
   /// EP all-to-all hidden behind another microbatch's compute (DeepSeek's DualPipe,
   /// Megatron-core's --overlap-moe-expert-parallel-comm); exposed only beyond that compute.

@@ -29,8 +29,11 @@ struct DimArray {
 [[nodiscard]] const char* to_string(Dim d);
 
 /// Activation recomputation: none; selective (attention scores and softmax); full (each layer's
-/// forward, keeping only its input).
-enum class Recompute : std::uint8_t { none, selective, full };
+/// forward, keeping only its input); selective_op ("selective-op", torchtitan's op-level
+/// selective checkpointing: keeps the matmul and attention outputs except every second matmul
+/// of a layer, recomputes those and every element-wise op). The search tries the first three;
+/// selective-op is taken only when asked for.
+enum class Recompute : std::uint8_t { none, selective, full, selective_op };
 [[nodiscard]] const char* to_string(Recompute r);
 /// InputError naming `what` on a bad value.
 [[nodiscard]] Recompute parse_recompute(const std::string& s, const std::string& what);

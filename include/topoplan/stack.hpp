@@ -11,6 +11,7 @@ namespace topoplan {
 struct SoftwareStack {
   const char* name;
   bool flash_attention;      ///< fused attention: no s^2 scores stored or streamed
+  bool fa2_attention;        ///< attention kernels of the FlashAttention-2 class (PyTorch SDPA)
   bool tp_comm_overlap;      ///< TP collectives overlapped with matmuls
   bool overlap_grad_reduce;  ///< DP reduction during the backward pass
   bool overlap_p2p;          ///< PP sends overlapped in the steady state

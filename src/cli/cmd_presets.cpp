@@ -42,7 +42,7 @@ std::string presets_table() {
   std::string text = "clusters (--cluster NAME, --nodes N):\n";
   for (const auto& n : preset_names("clusters")) {
     Cluster c(load_cluster(n, "preset"), n);
-    text += fmt::format("  {:<12} {} x {} per server, {} x {} Gb/s NICs, tiers:", n,
+    text += fmt::format("  {:<16} {} x {} per server, {} x {} Gb/s NICs, tiers:", n,
                         c.gpus_per_server(), c.gpu().name, c.spec().nics_per_server,
                         c.spec().nic_bandwidth * 8 / 1e9);
     for (const auto& t : c.spec().tiers) text += " " + t.name;
@@ -51,7 +51,7 @@ std::string presets_table() {
   text += "gpus:\n";
   for (const auto& n : preset_names("gpus")) {
     GpuSpec g = load_gpu(n, "preset");
-    text += fmt::format("  {:<12} {:>6.0f} TFLOP/s bf16, {:>5.0f} GiB, {:.2f} TB/s HBM\n", n,
+    text += fmt::format("  {:<15} {:>6.0f} TFLOP/s bf16, {:>5.0f} GiB, {:.2f} TB/s HBM\n", n,
                         units::to_TFLOPs(g.peak_flops), units::to_GiB(g.memory_bytes),
                         g.hbm_bandwidth / 1e12);
   }
@@ -69,14 +69,15 @@ std::string presets_table() {
     text += "\n";
   }
   text += "stacks (--stack NAME; explicit flags win):\n";
-  text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", "name", "flash",
-                      "tp overlap", "grad overlap", "pp overlap", "ZeRO", "sequence parallel",
-                      "pipeline layout");
+  text += fmt::format("  {:<14} {:<6} {:<10} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", "name",
+                      "flash", "attention", "tp overlap", "grad overlap", "pp overlap", "ZeRO",
+                      "sequence parallel", "pipeline layout");
   auto yn = [](bool b) { return b ? "on" : "off"; };
   for (const auto& s : software_stacks())
-    text += fmt::format("  {:<14} {:<6} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", s.name,
-                        yn(s.flash_attention), yn(s.tp_comm_overlap), yn(s.overlap_grad_reduce),
-                        yn(s.overlap_p2p), s.zero < 0 ? "searched" : std::to_string(s.zero),
+    text += fmt::format("  {:<14} {:<6} {:<10} {:<11} {:<12} {:<11} {:<8} {:<18} {}\n", s.name,
+                        yn(s.flash_attention), s.fa2_attention ? "fa2" : "fused",
+                        yn(s.tp_comm_overlap), yn(s.overlap_grad_reduce), yn(s.overlap_p2p),
+                        s.zero < 0 ? "searched" : std::to_string(s.zero),
                         s.sequence_parallel ? yn(*s.sequence_parallel) : "searched",
                         s.flexible_pipeline_layout ? "flexible" : "multiples of vpp");
   const Calibration cal;

@@ -111,6 +111,16 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--grad-reduce-bf16", o.grad_reduce_bf16,
                "bf16/fp8 training keeps and reduces gradients in bf16, not fp32 (Megatron-LM "
                "--grad-reduce-in-bf16, NeMo grad_sync_dtype: bf16)");
+  auto* fa2 = cmd.add_flag(
+      "--fa2-attention", o.fa2_attention,
+      "attention runs FlashAttention-2 kernels (PyTorch SDPA; --stack torchtitan's default), "
+      "slower on Hopper than cuDNN / Transformer Engine fused attention");
+  auto* no_fa2 = cmd.add_flag("--no-fa2-attention", o.no_fa2_attention,
+                              "attention runs fused (cuDNN, Transformer Engine) kernels");
+  fa2->excludes(no_fa2);
+  cmd.add_flag("--eager", o.eager,
+               "PyTorch eager mode (torchtitan without torch.compile): norms, rotary embeddings, "
+               "SwiGLU and residual adds run unfused, several HBM passes each");
   cmd.add_flag("--no-overlap-grad-reduce", o.no_overlap_grad_reduce,
                "DP gradient reduction after the backward pass, not during it");
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
@@ -136,9 +146,12 @@ void add_choice_options(CLI::App& cmd, ChoiceOptions& o, bool searched) {
   cmd.add_option("--zero", o.zero,
                  fmt::format("ZeRO stage 0-3, 1 = distributed optimizer{}",
                              searched ? dflt : " (default: 1)"));
-  cmd.add_option("--recompute", o.recompute,
-                 fmt::format("activation recomputation: none, selective, full{}",
-                             searched ? dflt : " (default: none)"));
+  cmd.add_option(
+      "--recompute", o.recompute,
+      fmt::format(
+          "activation recomputation: none, selective, full, selective-op (torchtitan's op-level "
+          "selective checkpointing){}",
+          searched ? dflt : " (default: none)"));
   auto* on = cmd.add_flag("--sequence-parallel", o.sp_on,
                           fmt::format("Megatron sequence parallelism on{}", dflt));
   auto* off = cmd.add_flag("--no-sequence-parallel", o.sp_off, "sequence parallelism off");
@@ -267,6 +280,10 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
   job.ep_comm_overlap = pick("--ep-overlap", true, f.ep_comm_overlap, false);
   job.grad_reduce_bf16 = pick("--grad-reduce-bf16", true, f.grad_reduce_bf16, false);
+  job.fa2_attention = o.given("--no-fa2-attention")
+                          ? false
+                          : pick("--fa2-attention", true, f.fa2_attention, st.fa2_attention);
+  job.eager = pick("--eager", true, f.eager, false);
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
@@ -308,6 +325,9 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--tp-overlap",
                                                   "--ep-overlap",
                                                   "--grad-reduce-bf16",
+                                                  "--fa2-attention",
+                                                  "--no-fa2-attention",
+                                                  "--eager",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",
                                                   "--gpus",

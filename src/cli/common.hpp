@@ -39,6 +39,9 @@ struct InputOptions {
   bool tp_overlap = false;
   bool ep_overlap = false;
   bool grad_reduce_bf16 = false;
+  bool fa2_attention = false;
+  bool no_fa2_attention = false;
+  bool eager = false;
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   std::string calibration;  ///< --calibration FILE

@@ -39,6 +39,8 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"ep_comm_overlap", job.ep_comm_overlap},
           {"overlap_grad_reduce", job.overlap_grad_reduce},
           {"grad_reduce_bf16", job.grad_reduce_bf16},
+          {"fa2_attention", job.fa2_attention},
+          {"eager", job.eager},
           {"overlap_p2p", job.overlap_p2p}};
 }
 

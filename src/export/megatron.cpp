@@ -135,6 +135,10 @@ std::string export_megatron_args(const ExportContext& x) {
   if (x.run.job.overlap_p2p && p.vpp > 1) args += " --overlap-p2p-communication";
   if (p.zero >= 1) args += " --use-distributed-optimizer";
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
+  if (p.recompute == Recompute::selective_op)
+    out +=
+        "# recompute selective-op is torchtitan's op-level checkpointing: Megatron-LM has no "
+        "such flag, none passed (closest: --recompute-granularity selective)\n";
   if (p.recompute == Recompute::full && p.recompute_layers > 0)  // per model chunk
     args += fmt::format(
         " --recompute-granularity full --recompute-method block --recompute-num-layers {}",

@@ -147,6 +147,14 @@ bool read_model_flag(const std::string& f, const std::function<const std::string
   return true;
 }
 
+/// Megatron-LM's --recompute-granularity takes full or selective only (its arguments' choices).
+Recompute recompute_granularity(const std::string& g, const std::string& source) {
+  if (g != "full" && g != "selective")
+    throw_input(source, "--recompute-granularity",
+                fmt::format("expected full or selective, got '{}'", g));
+  return g == "full" ? Recompute::full : Recompute::selective;
+}
+
 }  // namespace
 
 ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
@@ -192,7 +200,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     } else if (f == "--recompute-activations") {
       out.plan.recompute = Recompute::selective;
     } else if (f == "--recompute-granularity") {
-      out.plan.recompute = parse_recompute(value(i), source + ": " + f);
+      out.plan.recompute = recompute_granularity(value(i), source);
     } else if (f == "--num-layers-per-virtual-pipeline-stage") {
       out.layers_per_virtual_stage = positive(f, value(i), source);
     } else if (f == "--num-virtual-stages-per-pipeline-rank" ||
