@@ -332,7 +332,12 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.tp_bytes = tokens * h * bytes;
   // Recomputed layers run their forward collectives twice.
   const double again = recomputed_fraction(p, core.layers_per_stage);
-  core.tp_per_layer = 4 + 2 * again;
+  // torchtitan's op-level checkpointing saves reduce-scatter outputs but not all-gathers or
+  // all-reduces: the recomputed matmuls gather their inputs again (two all-gathers, one
+  // all-reduce's worth), or without sequence parallelism redo both forward all-reduces.
+  const double op_again =
+      p.recompute == Recompute::selective_op ? (p.sequence_parallel ? 1.0 : 2.0) : 0.0;
+  core.tp_per_layer = 4 + 2 * again + op_again;
   core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
   core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
   core.ep_per_layer = 4 + 2 * again;

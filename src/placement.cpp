@@ -135,7 +135,7 @@ struct Assignment {
 class Placer {
  public:
   Placer(const Cluster& c, const Plan& p, Costing& cost)
-      : c_(c), p_(p), cost_(cost), slots_(make_slots(c, p[Dim::tp])) {
+      : p_(p), cost_(cost), slots_(make_slots(c, p[Dim::tp])) {
     groups_ = Mapping::from_order(p).groups(Dim::tp);
   }
   [[nodiscard]] bool possible() const { return slots_.count() >= static_cast<int>(groups_.size()); }
@@ -229,7 +229,6 @@ class Placer {
       if (auto it = to.find(s); it != to.end()) s = it->second;
   }
 
-  const Cluster& c_;
   const Plan& p_;
   Costing& cost_;
   Slots slots_;

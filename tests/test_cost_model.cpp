@@ -202,6 +202,12 @@ TEST_CASE("op-level selective checkpointing (torchtitan selective-op) sits betwe
   CHECK(op.memory.activations < sel.memory.activations);
   CHECK(op.memory.activations > 2 * full.memory.activations);
   CHECK(op.memory.weights == Approx(none.memory.weights));
+  // Its policy saves reduce-scatter outputs, not all-gathers or all-reduces: the recomputed
+  // matmuls gather their inputs again (torchtitan parallelize_llama.py, _save_list).
+  CHECK(op.time.tp == Approx((p.sequence_parallel ? 5.0 : 6.0) / 4.0 * none.time.tp));
+  p.sequence_parallel = !p.sequence_parallel;
+  const Evaluation op_flip = with(Recompute::selective_op), none_flip = with(Recompute::none);
+  CHECK(op_flip.time.tp == Approx((p.sequence_parallel ? 5.0 : 6.0) / 4.0 * none_flip.time.tp));
 }
 
 TEST_CASE("eager mode (--eager) costs element-wise passes, not matmuls") {

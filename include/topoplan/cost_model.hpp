@@ -87,7 +87,7 @@ struct PlanCore {
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
   double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
   double tp_bytes = 0;         ///< one TP collective's buffer
-  double tp_per_layer = 0;     ///< 4, 6 with the forward recomputed (averaged for partial)
+  double tp_per_layer = 0;     ///< 4; 6 forward recomputed (partial: averaged); 5 op-level
   double cp_bytes = 0;         ///< one K/V chunk a CP rank passes on
   double ep_bytes = 0;         ///< one all-to-all's buffer per GPU
   double ep_per_layer = 0;
