@@ -88,7 +88,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter", "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
       {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-LM DDP default bucket size, 40M parameters"},
-      {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap)"},
+      {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap); all of a collective beyond the matmul it overlaps with is exposed too"},
       {"decode_layer_overhead_us", &c.decode_layer_overhead[0], 1e6, "us per layer per token", "fitted by calibrate --fit to NVIDIA NeMo's Llama-2-7B TensorRT-LLM run: 153.8 ms at TP 1 (128 in, 20 out, batch 1, H100)"},
       {"decode_collective_overhead_us", &c.decode_collective_overhead[0], 1e6, "us per collective", "fitted to the same run's 97.6 ms at TP 8"},
       {"decode_layer_overhead_us.fastertransformer", &c.decode_layer_overhead[1], 1e6, "us per layer per token", "--runtime fastertransformer: fitted by calibrate --fit to FasterTransformer's GPT-20B on A100 (docs/gpt_guide.md): 566 ms at TP 1 (128 in, 20 out, batch 1)"},

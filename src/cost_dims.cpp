@@ -20,7 +20,19 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
   }
   t.algorithm = one.algorithm;
   t.total = core.layers_per_stage * core.tp_per_layer * one.time;
-  t.exposed = overlap ? t.total * cal.tp_overlap_exposed_fraction : t.total;
+  if (!overlap) {
+    t.exposed = t.total;
+    return t;
+  }
+  // Each all-gather / reduce-scatter (half an all-reduce) overlaps with the matmul it feeds or
+  // follows: a calibrated fraction stays exposed, and all of it beyond that matmul's time
+  // (forward: the matmul; backward: its data and weight gradients, twice as long).
+  const double c = one.time / 2, per_position = core.tp_per_layer / 2;
+  const double frac = cal.tp_overlap_exposed_fraction;
+  double per_layer = 0;
+  for (double fwd : core.tp_hide)
+    per_layer += per_position / 2 * (std::max(frac * c, c - fwd) + std::max(frac * c, c - 2 * fwd));
+  t.exposed = core.layers_per_stage * per_layer;
   return t;
 }
 

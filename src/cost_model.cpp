@@ -37,6 +37,22 @@ double layer_hw_flops(const Model& m, double s, Recompute r) {
 
 }  // namespace
 
+/// A layer's forward matmul seconds split by the TP collective each overlaps with: the QKV
+/// projection (after an all-gather), the attention output (before a reduce-scatter), the MLP's
+/// input and output projections (the same pair), in proportion to their FLOPs.
+std::array<double, 4> tp_hide_times(const Model& m, double linear_fwd_s) {
+  const auto& k = m.counts;
+  const double h = static_cast<double>(m.spec.hidden);
+  const double total = k.layer_matmul_flops;
+  if (total <= 0) return {};
+  const double qkv = std::min(total, 2.0 * h * (k.q_dim + 2.0 * k.kv_dim));
+  const double out = std::min(total - qkv, 2.0 * h * k.q_dim);
+  const double mlp = total - qkv - out;
+  const double in_share = m.spec.gated_mlp ? 2.0 / 3.0 : 0.5;
+  const double sec = linear_fwd_s / total;
+  return {qkv * sec, out * sec, mlp * in_share * sec, mlp * (1 - in_share) * sec};
+}
+
 double hardware_flops_per_token(const Model& m, double seq_len, Recompute r) {
   return static_cast<double>(m.spec.layers) * layer_hw_flops(m, seq_len, r) +
          3.0 * m.counts.logits_flops;
@@ -159,6 +175,7 @@ namespace {
 struct LayerWork {
   double matmul_s = 0;
   double attention_fwd_s = 0;  ///< the attention core's forward (what ring attention hides behind)
+  double linear_fwd_s = 0;     ///< the linear layers' forward, once (what TP overlap hides behind)
   double elementwise_s = 0;
   double logits_matmul_s = 0;
   double logits_elementwise_s = 0;
@@ -212,6 +229,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   LayerWork w;
   w.matmul_s = linear_passes * linear / linear_rate + attn_passes * attn / attn_rate;
   w.attention_fwd_s = attn / attn_rate;
+  w.linear_fwd_s = linear / linear_rate;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =
@@ -228,6 +246,7 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   const LayerWork w = layer_work(m, j, p, cal, gpu);
   StageCompute out;
   out.attention_fwd = tokens * w.attention_fwd_s;
+  out.linear_fwd = tokens * w.linear_fwd_s;
   const double again = recomputed_layers(p, layers);
   if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
     Plan kept = p;
@@ -325,6 +344,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.t_matmul = work.matmul;
   core.t_elementwise = work.elementwise;
   core.t_attention_fwd = work.attention_fwd;
+  core.tp_hide = tp_hide_times(m, work.linear_fwd);
 
   // Message sizes. TP: the microbatch's activations. CP: one K/V chunk (this rank's tokens, its
   // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.

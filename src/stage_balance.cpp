@@ -76,6 +76,7 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
       core.t_matmul = sc.matmul;
       core.t_elementwise = sc.elementwise;
       core.t_attention_fwd = sc.attention_fwd;
+      core.tp_hide = tp_hide_times(m, sc.linear_fwd);
     }
   }
 }

@@ -55,13 +55,22 @@ PlanCore core() {
 
 TEST_CASE("tp_time: 4 ring all-reduces per layer inside a server") {
   // Ring all-reduce of 8 MB over 4 GPUs on NVLink: 2 us + 6 steps x 1 us + 6/4 x 8e6 / 100e9
-  // = 8 us + 120 us = 128 us. Two layers x 4 = 8 of them: 1.024 ms; TP overlap leaves 25%.
+  // = 8 us + 120 us = 128 us. Two layers x 4 = 8 of them: 1.024 ms.
   const Calibration cal;
   const CommTime t = tp_time(core(), inside(4), fabric(), false, false, cal);
   CHECK(t.total == Approx(1.024e-3));
   CHECK(t.exposed == Approx(1.024e-3));
   CHECK(t.algorithm == Algorithm::ring);
-  CHECK(tp_time(core(), inside(4), fabric(), false, true, cal).exposed == Approx(0.256e-3));
+  // TP overlap leaves 25% of each half (64 us) exposed when the matmul next to it is longer.
+  PlanCore long_matmuls = core();
+  long_matmuls.tp_hide = {1e-3, 1e-3, 1e-3, 1e-3};
+  CHECK(tp_time(long_matmuls, inside(4), fabric(), false, true, cal).exposed == Approx(0.256e-3));
+  // A 32 us QKV matmul hides only 32 of its 64 us forward (exposed 32 instead of 16) and 64 of
+  // its backward (16 stays); the other three positions 16 + 16 each: 48 + 96 = 144 us per layer.
+  long_matmuls.tp_hide[0] = 32e-6;
+  CHECK(tp_time(long_matmuls, inside(4), fabric(), false, true, cal).exposed == Approx(0.288e-3));
+  // Nothing to hide behind: all of it.
+  CHECK(tp_time(core(), inside(4), fabric(), false, true, cal).exposed == Approx(1.024e-3));
   // Sequence parallelism: all-gather + reduce-scatter, each 2 + 3 x 1 + 3/4 x 80 us = 65 us.
   CHECK(tp_time(core(), inside(4), fabric(), true, false, cal).total == Approx(8 * 130e-6));
   CHECK(tp_time(core(), inside(1), fabric(), false, false, cal).total == 0);

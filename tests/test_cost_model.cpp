@@ -245,3 +245,26 @@ TEST_CASE(
   CHECK(short_ctx > 1.0);
   CHECK(long_ctx > short_ctx + 0.2);  // attention is most of the FLOPs at 32k tokens
 }
+
+TEST_CASE("TP overlap hides a collective only behind the matmul next to it") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  JobSpec j;
+  j.tp_comm_overlap = true;
+  const double frac = Calibration{}.tp_overlap_exposed_fraction;
+  Plan p = plan(8, 4, 4);
+  p.sequence_parallel = true;
+  // 70B: nearly every matmul outlasts its all-gather or reduce-scatter (only the attention
+  // output's forward does not quite): close to the calibrated fraction stays exposed.
+  const Evaluation big = eval(c, test::preset_model("llama3-70b"), j, p);
+  CHECK(big.time.tp >= frac * big.comm[Dim::tp] * (1 - 1e-9));
+  CHECK(big.time.tp < 1.05 * frac * big.comm[Dim::tp]);
+  // 8B in FP8 at TP 8: the QKV and attention-output matmuls are shorter than the collectives
+  // around them, so more than the fraction stays exposed; without overlap all of it.
+  j.dtype = Dtype::fp8;
+  const Evaluation small = eval(c, test::preset_model("llama3-8b"), j, p);
+  CHECK(small.time.tp > 1.2 * frac * small.comm[Dim::tp]);
+  j.tp_comm_overlap = false;
+  const Evaluation none = eval(c, test::preset_model("llama3-8b"), j, p);
+  CHECK(small.time.tp < none.time.tp);
+  CHECK(none.time.tp == Approx(none.comm[Dim::tp]));
+}

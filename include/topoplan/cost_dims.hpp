@@ -2,6 +2,8 @@
 /// The training cost model, one dimension at a time: each function is pure and costs one kind of
 /// communication (or the pipeline schedule) from the plan's order-independent core (PlanCore) and
 /// the shapes its groups take on the fabric. `finish` adds them up; tests check each by hand.
+#include <array>
+
 #include "topoplan/collectives.hpp"
 #include "topoplan/plan.hpp"
 
@@ -22,7 +24,11 @@ struct StageCompute {
   double matmul = 0;
   double elementwise = 0;
   double attention_fwd = 0;  ///< one layer's attention core, forward (what CP hides behind)
+  double linear_fwd = 0;     ///< one layer's linear layers, forward (what TP overlap hides behind)
 };
+/// A layer's forward matmul seconds split by the TP collective each overlaps with (QKV,
+/// attention output, MLP input, MLP output), in proportion to their FLOPs.
+[[nodiscard]] std::array<double, 4> tp_hide_times(const Model& m, double linear_fwd_s);
 [[nodiscard]] StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p,
                                          const Calibration& cal, const GpuSpec& gpu, double layers);
 

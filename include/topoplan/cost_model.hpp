@@ -87,9 +87,12 @@ struct PlanCore {
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
   double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
   double tp_bytes = 0;         ///< one TP collective's buffer
-  double tp_per_layer = 0;     ///< 4; 6 forward recomputed (partial: averaged); 5 op-level
-  double cp_bytes = 0;         ///< one K/V chunk a CP rank passes on
-  double ep_bytes = 0;         ///< one all-to-all's buffer per GPU
+  /// One layer's forward matmul seconds that each TP collective can overlap with: QKV,
+  /// attention output, MLP input, MLP output.
+  std::array<double, 4> tp_hide{};
+  double tp_per_layer = 0;  ///< 4; 6 forward recomputed (partial: averaged); 5 op-level
+  double cp_bytes = 0;      ///< one K/V chunk a CP rank passes on
+  double ep_bytes = 0;      ///< one all-to-all's buffer per GPU
   double ep_per_layer = 0;
   double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
   double pp_bytes = 0;
