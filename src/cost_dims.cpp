@@ -27,11 +27,13 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
   // Each all-gather / reduce-scatter (half an all-reduce) overlaps with the matmul it feeds or
   // follows: a calibrated fraction stays exposed, and all of it beyond that matmul's time
   // (forward: the matmul; backward: its data and weight gradients, twice as long).
-  const double c = one.time / 2, per_position = core.tp_per_layer / 2;
+  // tp_per_layer counts all-reduces: tp_per_layer / 4 halves at each of the four matmuls, in
+  // each direction.
+  const double c = one.time / 2, each = core.tp_per_layer / 4;
   const double frac = cal.tp_overlap_exposed_fraction;
   double per_layer = 0;
   for (double fwd : core.tp_hide)
-    per_layer += per_position / 2 * (std::max(frac * c, c - fwd) + std::max(frac * c, c - 2 * fwd));
+    per_layer += each * (std::max(frac * c, c - fwd) + std::max(frac * c, c - 2 * fwd));
   t.exposed = core.layers_per_stage * per_layer;
   return t;
 }
