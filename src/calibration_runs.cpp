@@ -93,6 +93,7 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.flash_attention = jc.boolean_or("flash_attention", st.flash_attention);
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
+  j.fp8_tp_all_gather = jc.boolean_or("fp8_tp_all_gather", st.fp8_tp_all_gather);
   j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);
   j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);

@@ -1,6 +1,7 @@
 #include "topoplan/cost_dims.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "topoplan/cost_model.hpp"
@@ -19,21 +20,32 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
     one = all_reduce(fab, tp, core.tp_bytes);
   }
   t.algorithm = one.algorithm;
-  t.total = core.layers_per_stage * core.tp_per_layer * one.time;
+  // tp_per_layer counts all-reduces: tp_per_layer / 4 halves (an all-gather or a reduce-scatter)
+  // at each of the four matmuls (QKV, attention output, MLP input, MLP output), in each
+  // direction. Forward, QKV and the MLP input gather their inputs (FP8 ones when
+  // tp_gather_bytes says so); the other two reduce-scatter. Backward runs the transposes in bf16.
+  const double c = one.time / 2, each = core.tp_per_layer / 4;
+  const double gather =
+      sequence_parallel && core.tp_gather_bytes > 0 && core.tp_gather_bytes < core.tp_bytes
+          ? ring_all_gather(fab, tp, core.tp_gather_bytes).time
+          : c;
+  const std::array<double, 4> fwd_half{gather, c, gather, c};
+  double total = 0;
+  for (double f : fwd_half) total += each * (f + c);
+  t.total = core.layers_per_stage * total;
   if (!overlap) {
     t.exposed = t.total;
     return t;
   }
-  // Each all-gather / reduce-scatter (half an all-reduce) overlaps with the matmul it feeds or
-  // follows: a calibrated fraction stays exposed, and all of it beyond that matmul's time
-  // (forward: the matmul; backward: its data and weight gradients, twice as long).
-  // tp_per_layer counts all-reduces: tp_per_layer / 4 halves at each of the four matmuls, in
-  // each direction.
-  const double c = one.time / 2, each = core.tp_per_layer / 4;
+  // Each half overlaps with the matmul it feeds or follows: a calibrated fraction stays
+  // exposed, and all of it beyond that matmul's time (backward: data and weight gradients,
+  // twice the forward).
   const double frac = cal.tp_overlap_exposed_fraction;
   double per_layer = 0;
-  for (double fwd : core.tp_hide)
-    per_layer += each * (std::max(frac * c, c - fwd) + std::max(frac * c, c - 2 * fwd));
+  for (std::size_t i = 0; i < core.tp_hide.size(); ++i) {
+    const double fwd = core.tp_hide[i], f = fwd_half[i];
+    per_layer += each * (std::max(frac * f, f - fwd) + std::max(frac * c, c - 2 * fwd));
+  }
   t.exposed = core.layers_per_stage * per_layer;
   return t;
 }

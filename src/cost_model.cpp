@@ -350,6 +350,9 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   // share of the KV heads). EP: each token's hidden vector to top_k experts, tokens split over tp.
   const double tokens = static_cast<double>(p.micro_batch) * s / cp;
   core.tp_bytes = tokens * h * bytes;
+  core.tp_gather_bytes = j.fp8_tp_all_gather && j.dtype == Dtype::fp8 && p.sequence_parallel
+                             ? tokens * h * dtype_bytes(Dtype::fp8)
+                             : core.tp_bytes;
   // Recomputed layers run their forward collectives twice.
   const double again = recomputed_fraction(p, core.layers_per_stage);
   // torchtitan's op-level checkpointing saves reduce-scatter outputs but not all-gathers or

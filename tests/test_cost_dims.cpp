@@ -76,6 +76,22 @@ TEST_CASE("tp_time: 4 ring all-reduces per layer inside a server") {
   CHECK(tp_time(core(), inside(1), fabric(), false, false, cal).total == 0);
 }
 
+TEST_CASE("tp_time: FP8 forward all-gathers move half the bytes; the rest stays bf16") {
+  const Calibration cal;
+  // Sequence parallelism inside a server of 4: a bf16 half (8 MB) 2 + 3 + 60 = 65 us; an FP8
+  // all-gather (4 MB) 2 + 3 + 30 = 35 us. Per layer, QKV and MLP-in gather in FP8 forward:
+  // (35 + 65) + (65 + 65) + (35 + 65) + (65 + 65) = 460 us; 2 layers 920 us (bf16: 1040).
+  PlanCore fp8 = core();
+  fp8.tp_gather_bytes = 4e6;
+  CHECK(tp_time(fp8, inside(4), fabric(), true, false, cal).total == Approx(920e-6));
+  // Without sequence parallelism there is no all-gather: all-reduces in bf16, as before.
+  CHECK(tp_time(fp8, inside(4), fabric(), false, false, cal).total == Approx(1.024e-3));
+  // Overlapped behind 1 ms matmuls, a quarter of each half stays: forward 8.75 + 16.25 + 8.75 +
+  // 16.25, backward 4 x 16.25: 115 us per layer, 230 us for 2.
+  fp8.tp_hide = {1e-3, 1e-3, 1e-3, 1e-3};
+  CHECK(tp_time(fp8, inside(4), fabric(), true, true, cal).exposed == Approx(230e-6));
+}
+
 TEST_CASE("cp_time: ring attention hides behind the attention core") {
   // 4 ranks, one per server: ring bandwidth 10 GB/s. A step: 5 us + 1 MB / 10 GB/s = 105 us.
   // Forward 2 + 3 x 105 = 317 us, backward 2 + 6 x 105 = 632 us. Attention 100 us forward:

@@ -246,6 +246,35 @@ TEST_CASE(
   CHECK(long_ctx > short_ctx + 0.2);  // attention is most of the FLOPs at 32k tokens
 }
 
+TEST_CASE("FP8 TP all-gathers (torchtitan's Float8 TP) cut TP traffic only for fp8 with SP") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-70b");
+  Plan p = plan(8, 1, 4);
+  p.sequence_parallel = true;
+  JobSpec j;
+  j.dtype = Dtype::fp8;
+  const Evaluation bf16_gather = eval(c, m, j, p);
+  j.fp8_tp_all_gather = true;
+  const Evaluation fp8_gather = eval(c, m, j, p);
+  // The forward's 2 of 8 collective halves per layer move half the bytes: TP time drops by
+  // nearly 1/8 (less: each collective's latency stays), compute does not change.
+  const double ratio = fp8_gather.comm[Dim::tp] / bf16_gather.comm[Dim::tp];
+  CHECK(ratio < 1.0);
+  CHECK(ratio > 0.875 - 1e-9);
+  CHECK(fp8_gather.compute.matmul == Approx(bf16_gather.compute.matmul));
+  // Off for bf16 training, and without sequence parallelism (all-reduces, no all-gather).
+  j.dtype = Dtype::bf16;
+  const Evaluation bf16_job = eval(c, m, j, p);
+  j.fp8_tp_all_gather = false;
+  CHECK(bf16_job.comm[Dim::tp] == Approx(eval(c, m, j, p).comm[Dim::tp]));
+  j.dtype = Dtype::fp8;
+  j.fp8_tp_all_gather = true;
+  p.sequence_parallel = false;
+  const Evaluation no_sp = eval(c, m, j, p);
+  j.fp8_tp_all_gather = false;
+  CHECK(no_sp.comm[Dim::tp] == Approx(eval(c, m, j, p).comm[Dim::tp]));
+}
+
 TEST_CASE("TP overlap hides a collective only behind the matmul next to it") {
   Cluster c = test::preset_cluster("dgx-h100", 16);
   JobSpec j;

@@ -87,6 +87,7 @@ struct PlanCore {
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
   double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
   double tp_bytes = 0;         ///< one TP collective's buffer
+  double tp_gather_bytes = 0;  ///< a forward all-gather's buffer (half of tp_bytes in FP8)
   /// One layer's forward matmul seconds that each TP collective can overlap with: QKV,
   /// attention output, MLP input, MLP output.
   std::array<double, 4> tp_hide{};

@@ -27,6 +27,11 @@ struct JobSpec {
   /// and residual add runs as several element-wise kernels (Calibration::eager_* passes).
   bool eager = false;
   bool tp_comm_overlap = false;  ///< TP collectives overlapped with matmuls (userbuffers)
+  /// With fp8 training and sequence parallelism, the forward all-gathers of the FP8 linear
+  /// layers' inputs move FP8 (1 byte per element): torchao's Float8ColwiseParallel and
+  /// PrepareFloat8ModuleInput, which torchtitan applies with Float8. Reduce-scatters and the
+  /// backward's collectives stay bf16.
+  bool fp8_tp_all_gather = false;
   /// EP all-to-all hidden behind another microbatch's compute (DeepSeek's DualPipe,
   /// Megatron-core's --overlap-moe-expert-parallel-comm); exposed only beyond that compute.
   bool ep_comm_overlap = false;

@@ -111,13 +111,21 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--grad-reduce-bf16", o.grad_reduce_bf16,
                "bf16/fp8 training keeps and reduces gradients in bf16, not fp32 (Megatron-LM "
                "--grad-reduce-in-bf16, NeMo grad_sync_dtype: bf16)");
-  auto* fa2 = cmd.add_flag(
-      "--fa2-attention", o.fa2_attention,
-      "attention runs FlashAttention-2 kernels (PyTorch SDPA; --stack torchtitan's default), "
-      "slower on Hopper than cuDNN / Transformer Engine fused attention");
-  auto* no_fa2 = cmd.add_flag("--no-fa2-attention", o.no_fa2_attention,
-                              "attention runs fused (cuDNN, Transformer Engine) kernels");
-  fa2->excludes(no_fa2);
+  // An on/off pair whose default comes from the stack: the two exclude each other.
+  auto flag_pair = [&](const char* on, bool& on_value, const char* on_help, const char* off,
+                       bool& off_value, const char* off_help) {
+    cmd.add_flag(on, on_value, on_help)->excludes(cmd.add_flag(off, off_value, off_help));
+  };
+  flag_pair("--fa2-attention", o.fa2_attention,
+            "attention runs FlashAttention-2 kernels (PyTorch SDPA; --stack torchtitan's default), "
+            "slower on Hopper than cuDNN / Transformer Engine fused attention",
+            "--no-fa2-attention", o.no_fa2_attention,
+            "attention runs fused (cuDNN, Transformer Engine) kernels");
+  flag_pair("--fp8-tp-all-gather", o.fp8_tp_all_gather,
+            "with --dtype fp8 and sequence parallelism, TP's forward all-gathers move FP8 inputs "
+            "(torchao Float8 tensor parallelism; --stack torchtitan's default)",
+            "--no-fp8-tp-all-gather", o.no_fp8_tp_all_gather,
+            "TP all-gathers move bf16 activations (the default elsewhere)");
   cmd.add_flag("--eager", o.eager,
                "PyTorch eager mode (torchtitan without torch.compile): norms, rotary embeddings, "
                "SwiGLU and residual adds run unfused, several HBM passes each");
@@ -280,9 +288,15 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
   job.ep_comm_overlap = pick("--ep-overlap", true, f.ep_comm_overlap, false);
   job.grad_reduce_bf16 = pick("--grad-reduce-bf16", true, f.grad_reduce_bf16, false);
-  job.fa2_attention = o.given("--no-fa2-attention")
-                          ? false
-                          : pick("--fa2-attention", true, f.fa2_attention, st.fa2_attention);
+  // A pair: the "--no-" flag wins outright, then as pick().
+  auto pick_pair = [&](const char* on, const char* off, const std::optional<bool>& recorded,
+                       bool stack_value) {
+    return o.given(off) ? false : pick(on, true, recorded, stack_value);
+  };
+  job.fa2_attention =
+      pick_pair("--fa2-attention", "--no-fa2-attention", f.fa2_attention, st.fa2_attention);
+  job.fp8_tp_all_gather = pick_pair("--fp8-tp-all-gather", "--no-fp8-tp-all-gather",
+                                    f.fp8_tp_all_gather, st.fp8_tp_all_gather);
   job.eager = pick("--eager", true, f.eager, false);
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
@@ -327,6 +341,8 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--grad-reduce-bf16",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",
+                                                  "--fp8-tp-all-gather",
+                                                  "--no-fp8-tp-all-gather",
                                                   "--eager",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",

@@ -41,6 +41,8 @@ struct InputOptions {
   bool grad_reduce_bf16 = false;
   bool fa2_attention = false;
   bool no_fa2_attention = false;
+  bool fp8_tp_all_gather = false;
+  bool no_fp8_tp_all_gather = false;
   bool eager = false;
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;

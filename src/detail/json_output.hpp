@@ -40,6 +40,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"overlap_grad_reduce", job.overlap_grad_reduce},
           {"grad_reduce_bf16", job.grad_reduce_bf16},
           {"fa2_attention", job.fa2_attention},
+          {"fp8_tp_all_gather", job.fp8_tp_all_gather},
           {"eager", job.eager},
           {"overlap_p2p", job.overlap_p2p}};
 }
