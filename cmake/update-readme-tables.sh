@@ -20,6 +20,7 @@ PY
 }
 replace calibrate "$bin" calibrate --format markdown
 replace constants "$bin" calibrate --constants --format markdown
+replace cross-validate "$bin" calibrate --cross-validate --format markdown
 replace cluster-fields "$bin" schema cluster --format markdown
 "$bin" schema calibration >configs/schema/calibration.schema.json
 cmake -DBIN="$bin" -DREADME=README.md -DWORKDIR="$PWD" -DMODE=update -P cmake/ReadmeOutputs.cmake

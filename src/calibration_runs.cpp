@@ -146,6 +146,12 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
 }  // namespace
 
 std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only) {
+  if (!fit_rows_only) return run_calibration_where(cal, RowFilter{});
+  return run_calibration_where(cal, [](const CalibrationResult& r) { return !r.held_out; });
+}
+
+std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
+                                                     const RowFilter& keep) {
   const std::string source = std::string("configs/") + kRunsFile;
   auto doc = detail::parse_json(runs_text(), source);
   detail::JsonCursor top(doc, source);
@@ -156,13 +162,14 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_
     CalibrationResult res;
     res.name = r.string("name");
     res.source = r.string("source");
+    res.family = r.string("family");
     res.metric = r.at("measured").string("metric");
     res.measured = r.at("measured").positive("value");
     res.checked = r.boolean_or("checked", true);
     const std::string role = r.has("role") ? r.string("role") : "fit";
     if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
     res.held_out = role == "holdout";
-    if (fit_rows_only && res.held_out) continue;
+    if (keep && !keep(res)) continue;
     if (r.has("collective"))
       predict_collective(r, cal, res);
     else if (r.has("inference"))
@@ -208,32 +215,39 @@ void set_entry(Calibration& cal, const std::string& key, double v) {
   *value = v / scale;
 }
 
-/// Mean absolute error over the checked fit rows with constant `key` set to `v` (table units).
-double fit_error(Calibration cal, const std::string& key, double v) {
+/// Mean absolute error over the checked rows `rows` accepts with constant `key` set to `v`
+/// (table units).
+double fit_error(Calibration cal, const std::string& key, double v, const RowFilter& rows) {
   set_entry(cal, key, v);
-  return summarize(run_calibration(cal, true)).fit.mean;
+  return summarize(run_calibration_where(cal, rows)).all.mean;
 }
 
 /// Best value of one constant in [lo, hi]: a 21-point grid, then golden-section search on the
-/// grid cell around the best point. Ties keep the lower value.
-double fit_one(const Calibration& cal, const std::string& key, double lo, double hi) {
+/// grid cell around the best point. Ties keep the lower value. No row responding to it (every
+/// grid point's error the same): the constant keeps its value, marked unconstrained.
+double fit_one(const Calibration& cal, FittedConstant& k, const RowFilter& rows) {
   constexpr int kGrid = 20;
-  double best = lo, best_err = fit_error(cal, key, lo);
+  const std::string& key = k.key;
+  const double lo = k.lo, hi = k.hi;
+  double best = lo, best_err = fit_error(cal, key, lo, rows), worst_err = best_err;
   for (int i = 1; i <= kGrid; ++i) {
     const double v = lo + (hi - lo) * i / kGrid;
-    const double err = fit_error(cal, key, v);
+    const double err = fit_error(cal, key, v, rows);
+    worst_err = std::max(worst_err, err);
     if (err < best_err) best = v, best_err = err;
   }
+  k.constrained = worst_err > best_err;
+  if (!k.constrained) return k.value;
   const double cell = (hi - lo) / kGrid;
   double a = std::max(lo, best - cell), b = std::min(hi, best + cell);
   const double g = (std::sqrt(5.0) - 1) / 2;
   double c = b - g * (b - a), d = a + g * (b - a);
-  double fc = fit_error(cal, key, c), fd = fit_error(cal, key, d);
+  double fc = fit_error(cal, key, c, rows), fd = fit_error(cal, key, d, rows);
   for (int i = 0; i < 16; ++i) {
     if (fc <= fd) {
-      b = d, d = c, fd = fc, c = b - g * (b - a), fc = fit_error(cal, key, c);
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = fit_error(cal, key, c, rows);
     } else {
-      a = c, c = d, fc = fd, d = a + g * (b - a), fd = fit_error(cal, key, d);
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = fit_error(cal, key, d, rows);
     }
   }
   const double refined = fc <= fd ? c : d;
@@ -243,6 +257,12 @@ double fit_one(const Calibration& cal, const std::string& key, double lo, double
 }  // namespace
 
 CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys) {
+  return fit_calibration(start, std::move(keys),
+                         [](const CalibrationResult& r) { return !r.held_out; });
+}
+
+CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
+                               const RowFilter& rows) {
   CalibrationFit out;
   out.cal = start;
   for (auto& k : keys) {
@@ -250,14 +270,14 @@ CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConst
     k.start = *entry_value(out.cal, k.key, scale) * scale;
     k.value = k.start;
   }
-  out.fit_error_before = summarize(run_calibration(out.cal, true)).fit.mean;
+  out.fit_error_before = summarize(run_calibration_where(out.cal, rows)).all.mean;
   constexpr int kRounds = 3;
   for (int round = 0; round < kRounds; ++round)
     for (auto& k : keys) {
-      k.value = fit_one(out.cal, k.key, k.lo, k.hi);
+      k.value = fit_one(out.cal, k, rows);
       set_entry(out.cal, k.key, k.value);
     }
-  out.fit_error_after = summarize(run_calibration(out.cal, true)).fit.mean;
+  out.fit_error_after = summarize(run_calibration_where(out.cal, rows)).all.mean;
   out.constants = std::move(keys);
   return out;
 }
@@ -310,7 +330,8 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                       {"checked", x.checked},
                       {"held_out", x.held_out},
                       {"note", x.note},
-                      {"source", x.source}});
+                      {"source", x.source},
+                      {"family", x.family}});
     j["runs"] = rows;
     return j.dump(2) + "\n";
   }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iostream>
@@ -64,6 +65,58 @@ TEST_CASE("calibrate --fit looks only at the fit rows, and the built-in constant
   CHECK(f.constants[0].value ==
         Approx(Calibration{}.gemm_efficiency_fp8[static_cast<int>(Arch::hopper)]).epsilon(0.01));
   CHECK(f.fit_error_after < f.fit_error_before);
+}
+
+TEST_CASE("cross-validation: each family predicted by constants fitted on the others only") {
+  // One key keeps it quick: the A100 GEMM efficiency, which several families constrain.
+  std::vector<FittedConstant> keys;
+  for (const auto& k : default_fitted_constants())
+    if (k.key == "gemm_efficiency.ampere") keys.push_back(k);
+  REQUIRE(keys.size() == 1);
+  const CrossValidation cv = cross_validate(Calibration{}, keys, 2);
+  // Every checked row lands in exactly one fold, its own family's.
+  const auto all = run_calibration(Calibration{});
+  CHECK(cv.error.runs == summarize(all).all.runs);
+  int rows = 0;
+  for (const auto& f : cv.folds) {
+    for (const auto& r : f.rows) CHECK(r.family == f.family);
+    rows += static_cast<int>(f.rows.size());
+  }
+  CHECK(rows == static_cast<int>(all.size()));
+  // Leaving out Megatron-LM's SC'21 rows, the A100 constant is still set (Korthikanti, MT-NLG,
+  // FasterTransformer run on A100), to a value of its own; leaving out the NCCL measurements,
+  // which do not depend on it, changes nothing about it.
+  auto fold = [&](const std::string& name) {
+    auto it = std::find_if(cv.folds.begin(), cv.folds.end(),
+                           [&](const auto& f) { return f.family == name; });
+    REQUIRE(it != cv.folds.end());
+    return *it;
+  };
+  const CrossValidationFold sc21 = fold("Narayanan et al. 2021");
+  CHECK(sc21.constants[0].constrained);
+  CHECK(sc21.constants[0].value != Approx(keys[0].lo));
+  CHECK(fold("nccl-tests / nccl issues").error.mean < 0.02);
+  // A fold's rows are the ordinary prediction with that fold's constant.
+  Calibration with = Calibration{};
+  with.gemm_efficiency[static_cast<int>(Arch::ampere)] = sc21.constants[0].value;
+  const auto again = run_calibration_where(
+      with, [](const CalibrationResult& r) { return r.family == "Narayanan et al. 2021"; });
+  REQUIRE(again.size() == sc21.rows.size());
+  for (std::size_t i = 0; i < again.size(); ++i)
+    CHECK(again[i].predicted == Approx(sc21.rows[i].predicted));
+}
+
+TEST_CASE("a constant no selected row responds to keeps its value, marked unconstrained") {
+  std::vector<FittedConstant> keys;
+  for (const auto& k : default_fitted_constants())
+    if (k.key == "attention_efficiency_fa2.hopper") keys.push_back(k);
+  REQUIRE(keys.size() == 1);
+  // Megatron-LM's A100 rows run no FlashAttention-2 kernel on Hopper.
+  const CalibrationFit f = fit_calibration(Calibration{}, keys, [](const CalibrationResult& r) {
+    return r.family == "Narayanan et al. 2021";
+  });
+  CHECK_FALSE(f.constants[0].constrained);
+  CHECK(f.constants[0].value == f.constants[0].start);
 }
 
 TEST_CASE("calibration files override constants by key, and warn about unknown keys") {

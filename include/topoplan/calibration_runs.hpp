@@ -1,6 +1,7 @@
 #pragma once
 /// The published measurements topoplan is checked against (configs/calibration/runs.json,
 /// compiled in): each is re-predicted with the current calibration and compared.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace topoplan {
 struct CalibrationResult {
   std::string name;
   std::string source;
+  std::string family;  ///< the publication or benchmark suite it comes from (cross-validation)
   std::string metric;  ///< hardware_tflops_per_gpu, iteration_time_s, busbw_GBps, time_us
   double measured = 0;
   double predicted = 0;
@@ -36,6 +38,12 @@ struct CalibrationSummary {
 /// Re-predicts every run with `cal` (only the fit rows with `fit_rows_only`).
 [[nodiscard]] std::vector<CalibrationResult> run_calibration(const Calibration& cal,
                                                              bool fit_rows_only = false);
+/// Which rows to predict: called with a row's name, source, family and role filled in, before
+/// its prediction (a row it rejects costs nothing).
+using RowFilter = std::function<bool(const CalibrationResult&)>;
+/// Re-predicts the runs `keep` accepts.
+[[nodiscard]] std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
+                                                                   const RowFilter& keep);
 
 /// One constant `fit_calibration` chose: where it started and where it ended, in table units.
 struct FittedConstant {
@@ -43,6 +51,8 @@ struct FittedConstant {
   double start = 0;
   double value = 0;
   double lo = 0, hi = 0;  ///< the range searched
+  /// False when no selected row's error moves with it: the fit keeps its start value.
+  bool constrained = true;
 };
 
 struct CalibrationFit {
@@ -60,6 +70,31 @@ struct CalibrationFit {
 /// range, then a golden-section refinement around the best point; three rounds. Deterministic.
 [[nodiscard]] CalibrationFit fit_calibration(const Calibration& start,
                                              std::vector<FittedConstant> keys);
+/// The same, minimising the mean absolute error over the checked rows `rows` accepts.
+[[nodiscard]] CalibrationFit fit_calibration(const Calibration& start,
+                                             std::vector<FittedConstant> keys,
+                                             const RowFilter& rows);
+
+/// One family left out: the constants fitted on every other family's rows (fit and held back
+/// alike), then its own rows predicted with them.
+struct CrossValidationFold {
+  std::string family;
+  std::vector<CalibrationResult> rows;  ///< this family's rows, predicted by the other families
+  ErrorSummary error;                   ///< over its checked rows
+  std::vector<FittedConstant> constants;
+};
+struct CrossValidation {
+  std::vector<CrossValidationFold> folds;  ///< in the order the families first appear
+  ErrorSummary error;                      ///< over every checked row, each from its own fold
+};
+/// Leave-one-family-out cross-validation of `keys` (calibrate --cross-validate). Deterministic;
+/// folds run on up to `threads` threads (the result does not depend on it).
+[[nodiscard]] CrossValidation cross_validate(const Calibration& start,
+                                             const std::vector<FittedConstant>& keys,
+                                             int threads = 1);
+/// The per-family table: "table", "markdown" or "json".
+[[nodiscard]] std::string cross_validation_report(const CrossValidation& cv,
+                                                  const std::string& format);
 
 /// The error table: "table" (aligned text), "markdown" (for the README) or "json".
 [[nodiscard]] std::string calibration_report(const std::vector<CalibrationResult>& r,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/common.hpp"
 #include "topoplan/calibration_runs.hpp"
@@ -14,6 +15,7 @@ struct CalibrateArgs {
   std::string calibration;
   bool constants = false;
   bool fit = false;
+  bool cross_validate = false;
   std::vector<std::string> fit_keys;
   std::string fit_output;
   OutputOptions out;
@@ -42,6 +44,21 @@ void write_fitted(const CalibrationFit& f, const std::string& path) {
   write_output(path, j.dump(2) + "\n");
 }
 
+/// The constants --fit chooses, or the --fit-keys subset of them.
+std::vector<FittedConstant> fit_keys(const CalibrateArgs& a) {
+  std::vector<FittedConstant> keys = default_fitted_constants();
+  if (a.fit_keys.empty()) return keys;
+  std::vector<FittedConstant> chosen;
+  for (const auto& k : a.fit_keys) {
+    auto it = std::find_if(keys.begin(), keys.end(), [&](auto& c) { return c.key == k; });
+    if (it == keys.end())
+      throw_input("--fit-keys", "",
+                  fmt::format("expected constants calibrate --fit chooses, got '{}'", k));
+    chosen.push_back(*it);
+  }
+  return chosen;
+}
+
 int run_calibrate(const CalibrateArgs& a) {
   Calibration cal;
   if (!a.calibration.empty()) apply_calibration_file(a.calibration, cal);
@@ -54,20 +71,11 @@ int run_calibrate(const CalibrateArgs& a) {
       text += md ? fmt::format("| `{}` | {:.4g} | {} | {} |\n", e.key, v, e.unit, e.source)
                  : fmt::format("{:<34} {:>10.4g}  {:<30} {}\n", e.key, v, e.unit, e.source);
     }
+  } else if (a.cross_validate) {
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    text = cross_validation_report(cross_validate(cal, fit_keys(a), threads), a.out.format);
   } else if (a.fit) {
-    std::vector<FittedConstant> keys = default_fitted_constants();
-    if (!a.fit_keys.empty()) {
-      std::vector<FittedConstant> chosen;
-      for (const auto& k : a.fit_keys) {
-        auto it = std::find_if(keys.begin(), keys.end(), [&](auto& c) { return c.key == k; });
-        if (it == keys.end())
-          throw_input("--fit-keys", "",
-                      fmt::format("expected constants calibrate --fit chooses, got '{}'", k));
-        chosen.push_back(*it);
-      }
-      keys = chosen;
-    }
-    const CalibrationFit f = fit_calibration(cal, keys);
+    const CalibrationFit f = fit_calibration(cal, fit_keys(a));
     if (!a.fit_output.empty()) write_fitted(f, a.fit_output);
     const auto rows = run_calibration(f.cal);
     text = a.out.format == "json"
@@ -89,7 +97,14 @@ Runner register_calibrate(CLI::App& cmd) {
   cmd.add_flag("--fit", a->fit,
                "choose the fitted constants on the fit rows (held-back rows are never looked "
                "at), then print the error table with them");
-  cmd.add_option("--fit-keys", a->fit_keys, "with --fit: only these constants")->delimiter(',');
+  auto* fit = cmd.get_option("--fit");
+  cmd.add_flag("--cross-validate", a->cross_validate,
+               "leave one family of runs out at a time (a paper, a benchmark suite): fit the "
+               "constants on every other family's rows, fit and held back alike, predict the "
+               "family left out; print each family's error and the whole")
+      ->excludes(fit);
+  cmd.add_option("--fit-keys", a->fit_keys, "with --fit or --cross-validate: only these constants")
+      ->delimiter(',');
   cmd.add_option("--fit-output", a->fit_output,
                  "with --fit: write the fitted constants as a --calibration file");
   add_output_options(cmd, a->out, {"table", "markdown", "json"});
