@@ -63,9 +63,9 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   std::vector<CalibrationEntry> out = {
       {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak", "fitted by calibrate --fit on the A100 fit rows (Megatron-LM SC'21 Table 1, Korthikanti et al. 2022 Table 5): ~216 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
       {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak", "fitted by calibrate --fit on the H100 bf16 fit row (NVIDIA's GPT-3 175B recipe, 53.5% MFU end to end)"},
-      {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak", "no calibration run here: as hopper"},
+      {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak", "not fitted: as hopper (the two held-back Megatron-Bridge B200 FP8 rows check it)"},
       {"gemm_efficiency_fp8.hopper", &c.gemm_efficiency_fp8[1], 1, "fraction of dense FP8 peak", "fp8 training (--dtype fp8), linear layers only: fitted by calibrate --fit on two NeMo 24.07 FP8 rows (GPT-3 175B on 128 H100, Llama 3 8B on 8); the table's other rows are held back"},
-      {"gemm_efficiency_fp8.blackwell", &c.gemm_efficiency_fp8[2], 1, "fraction of dense FP8 peak", "no calibration run here: as hopper"},
+      {"gemm_efficiency_fp8.blackwell", &c.gemm_efficiency_fp8[2], 1, "fraction of dense FP8 peak", "not fitted: as hopper; the two held-back Megatron-Bridge B200 FP8 rows (Llama 3 8B, 3.1 405B) come out 3% and 5% slow with it"},
       {"attention_efficiency_fa2.ampere", &c.attention_efficiency_fa2[0], 1, "fraction of dense peak", "--fa2-attention (PyTorch SDPA, --stack torchtitan) on A100: as the GEMMs (FlashAttention-2 reaches up to 73% of A100 peak forward, Dao 2023, arXiv 2307.08691)"},
       {"attention_efficiency_fa2.hopper", &c.attention_efficiency_fa2[1], 1, "fraction of dense peak", "--fa2-attention on H100: fitted by calibrate --fit on one torchtitan long-context row (Llama 3.1 8B, 262,144 tokens, CP 8); FlashAttention-2 has no Hopper tensor-core (wgmma/TMA) path"},
       {"attention_efficiency_fa2.blackwell", &c.attention_efficiency_fa2[2], 1, "fraction of dense peak", "no calibration run here: as hopper"},
