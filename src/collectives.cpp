@@ -15,6 +15,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::nvls: return "nvls";
     case Algorithm::one_shot: return "one-shot";
     case Algorithm::direct: return "direct";
+    case Algorithm::sharp: return "sharp";
   }
   return "?";
 }
@@ -33,6 +34,7 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
                        ? c.latency_override(k)
                        : l.step_latency + (k >= 2 ? (k - 1) * cal.switch_hop_latency : 0.0);
     f.nvls[k] = c.bandwidth(k) * l.nvls_bw_fraction;
+    f.sharp[k] = k >= 1 && c.in_network_reduction(k) && (k == 1 || f.sharp[k - 1]);
   }
   return f;
 }
@@ -116,6 +118,18 @@ CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double byte
   return {f.nvls_latency + 2.0 * (n - 1) / n * bytes / f.nvls[0], Algorithm::nvls};
 }
 
+CollectiveCost sharp_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return {};
+  if (g.span_tier < 1 || !f.sharp[g.span_tier]) return {kInf, Algorithm::none};
+  const int r = members_per_server(g);
+  double network = kInf;  // the slowest link on the way up, per GPU
+  for (int k = 1; k <= g.span_tier; ++k) network = std::min(network, f.bandwidth[k]);
+  const double inside = r > 1 ? 2.0 * (r - 1) / r * bytes / f.bandwidth[0] : 0.0;
+  const double lat = base(f, g.span_tier) + 2.0 * g.span_tier * f.latency[g.span_tier] +
+                     (r > 1 ? 2.0 * (r - 1) * f.latency[0] : 0.0);
+  return {lat + std::max(inside, bytes / r / network), Algorithm::sharp};
+}
+
 CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return {};
   if (g.span_tier != 0) return {kInf, Algorithm::none};
@@ -126,7 +140,8 @@ CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g, double 
 CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
   CollectiveCost best = ring_all_reduce(f, g, bytes);
   if (g.size <= 1 || bytes <= 0) return best;
-  for (const CollectiveCost& c : {tree_all_reduce(f, g, bytes), nvls_all_reduce(f, g, bytes)})
+  for (const CollectiveCost& c :
+       {tree_all_reduce(f, g, bytes), nvls_all_reduce(f, g, bytes), sharp_all_reduce(f, g, bytes)})
     if (c.time < best.time) best = c;
   if (f.hierarchical) {
     CollectiveCost h = hierarchical_all_reduce(f, g, bytes);

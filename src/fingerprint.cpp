@@ -25,8 +25,9 @@ std::string fingerprint(const Cluster& c) {
                               s.gpu.peak_flops, s.gpu.memory_bytes, s.gpu.hbm_bandwidth, s.nodes,
                               s.nics_per_server, s.nic_bandwidth);
   for (const auto& tier : s.tiers)
-    t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}{}", tier.fanout, tier.bandwidth,
-                     tier.latency, tier.oversubscription, tier.rails ? " rails" : "");
+    t += fmt::format(";tier {} {:.17g} {:.17g} {:.17g}{}{}", tier.fanout, tier.bandwidth,
+                     tier.latency, tier.oversubscription, tier.rails ? " rails" : "",
+                     tier.in_network_reduction ? " sharp" : "");
   for (const auto& g : s.server_groups)
     t += fmt::format(";servers {} {:.17g} {:.17g} {:.17g} {} {}", g.count, g.gpu.peak_flops,
                      g.gpu.memory_bytes, g.gpu.hbm_bandwidth, static_cast<int>(g.gpu.arch), g.gpus);

@@ -236,6 +236,7 @@ std::string cluster_json(const ClusterSpec& s) {
     if (t.latency > 0) o["latency_us"] = units::to_us(t.latency);
     if (t.oversubscription != 1.0) o["oversubscription"] = t.oversubscription;
     if (t.rails) o["rail_optimized"] = true;
+    if (t.in_network_reduction) o["in_network_reduction"] = true;
     tiers.push_back(o);
   }
   j["tiers"] = tiers;
@@ -282,7 +283,7 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   for (std::size_t i = 0; i < n; ++i) {
     auto t = tiers.at(i);
     t.warn_unknown_keys({"name", "fanout", "link", "bandwidth_GBps", "latency_us",
-                         "oversubscription", "rail_optimized"});
+                         "oversubscription", "rail_optimized", "in_network_reduction"});
     TierSpec tier;
     tier.name = t.string("name");
     // Tier 0's fan-out is the GPUs per server and must be given; above it 0 means "all".
@@ -302,6 +303,11 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
       t.fail("rail_optimized", "true only on tier 1 (the leaf that joins the servers)");
     if (tier.rails && n < 3)
       t.fail("rail_optimized", "a tier above the rails (the spine that joins them)");
+    tier.in_network_reduction = t.boolean_or("in_network_reduction", false);
+    if (tier.in_network_reduction && i == 0)
+      t.fail("in_network_reduction",
+             "true only on a network tier (1 and up; NVLink SHARP inside a server is the link's "
+             "calibrated nvls_bw_fraction)");
     s.tiers.push_back(tier);
   }
   read_hosts(c, s);

@@ -110,3 +110,28 @@ TEST_CASE("oversubscription divides what a group gets above the leaf") {
   // With 2 per leaf: 2 x 12.5 x 0.86 = 21.5 GB/s.
   CHECK(ring_bandwidth(f, shape(8, 2, {1, 2})) == Approx(21.5e9));
 }
+
+TEST_CASE("in-network reduction (SHARP): each byte into the switches once, when every tier can") {
+  ClusterSpec s = load_cluster("dgx-h100", "test");
+  s.nodes = 64;  // leaves of 32 servers and a spine
+  s.tiers[1].in_network_reduction = true;
+  const Fabric f = make_fabric(Cluster(s, "test"), Calibration{});
+  CHECK(f.sharp[1]);
+  CHECK_FALSE(f.sharp[2]);  // the spine does not reduce: a group across leaves cannot use it
+  // One GPU in each of 8 servers under one leaf: 6 + 20 + 2 x 1 tier x 6 = 38 us; nothing to do
+  // inside a server; 1e8 / 43e9 = 2325.581 us into the network once: 2363.581 us, against the
+  // ring's 4179.767 us (twice across, 14 steps).
+  const auto one = sharp_all_reduce(f, shape(8, 1, {1}), 1e8);
+  CHECK(one.time == Approx(2363.581e-6).epsilon(1e-6));
+  CHECK(all_reduce(f, shape(8, 1, {1}), 1e8).algorithm == Algorithm::sharp);
+  // Two full servers: reduce-scatter + all-gather inside, 2 x 7/8 x 1e8 / 369e9 = 474.2547 us,
+  // pipelined with 1e8 / 8 / 43e9 = 290.6977 us across: the NVLink side sets it. Latency 26 +
+  // 12 + 2 x 7 x 0.6 = 46.4 us: 520.6547 us, below the tree's 627.7953 us.
+  CHECK(sharp_all_reduce(f, shape(16, 1, {8}), 1e8).time == Approx(520.6547e-6).epsilon(1e-6));
+  CHECK(all_reduce(f, shape(16, 1, {8}), 1e8).algorithm == Algorithm::sharp);
+  // Across the spine, or inside one server: not available.
+  CHECK(sharp_all_reduce(f, shape(8, 2, {1, 1}), 1e8).algorithm == Algorithm::none);
+  CHECK(sharp_all_reduce(f, shape(8, 0), 1e8).algorithm == Algorithm::none);
+  // Off by default: the preset's fabric never picks it.
+  CHECK(all_reduce(h100(8), shape(8, 1, {1}), 1e8).algorithm == Algorithm::ring);
+}

@@ -181,6 +181,30 @@ TEST_CASE("gradients in bf16 (--grad-reduce-bf16): half the gradient memory and 
   CHECK(eval(c, m, j, p).memory.gradients == Approx(fp16.memory.gradients));
 }
 
+TEST_CASE("in-network reduction (SHARP) on the leaf speeds up DP all-reduces, not the rest") {
+  ClusterSpec s = load_cluster("dgx-h100", "test");
+  s.nodes = 16;
+  const Cluster plain(s, "test");
+  s.tiers[1].in_network_reduction = true;
+  const Cluster sharp(s, "test");
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Plan p = plan(8, 4, 4);
+  p.zero = 0;  // DP all-reduces (ZeRO-1's reduce-scatter + all-gather have no CollNet path here)
+  const Evaluation ring = eval(plain, m, j, p);
+  const Evaluation in_network = eval(sharp, m, j, p);
+  CHECK(in_network.algorithms[Dim::dp] == Algorithm::sharp);
+  // DP 4, one member per server: the ring sends 2 x 3/4 of the gradients across, SHARP once; the
+  // per-bucket latencies are lower too (one tier up and down against 6 ring steps).
+  const double ratio = in_network.comm[Dim::dp] / ring.comm[Dim::dp];
+  CHECK(ratio < 1.0 / 1.5);
+  CHECK(ratio > 0.6);
+  CHECK(in_network.comm[Dim::tp] == Approx(ring.comm[Dim::tp]));
+  CHECK(in_network.comm[Dim::pp] == Approx(ring.comm[Dim::pp]));
+  p.zero = 1;
+  CHECK(eval(sharp, m, j, p).comm[Dim::dp] == Approx(eval(plain, m, j, p).comm[Dim::dp]));
+}
+
 TEST_CASE("op-level selective checkpointing (torchtitan selective-op) sits between none and full") {
   Cluster c = test::preset_cluster("dgx-h100", 16);
   Model m = test::preset_model("llama3-70b");

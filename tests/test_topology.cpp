@@ -143,8 +143,12 @@ TEST_CASE("a cluster spec written as JSON reads back to the same cluster") {
     ClusterSpec s = load_cluster(name, "test");
     s.tiers.back().oversubscription = 1.5;
     s.tiers.back().latency = 7e-6;
+    s.tiers[1].in_network_reduction = true;
     const ClusterSpec back = parse_cluster_json(cluster_json(s), name, no_gpu);
+    CHECK(back.tiers[1].in_network_reduction);
+    CHECK_FALSE(back.tiers[0].in_network_reduction);
     CHECK(fingerprint(Cluster(back, name)) == fingerprint(Cluster(s, name)));
+    CHECK(fingerprint(Cluster(back, name)) != fingerprint(Cluster(load_cluster(name, "t"), name)));
     CHECK(back.tiers.back().link == s.tiers.back().link);
     CHECK(back.gpu.arch == s.gpu.arch);
     CHECK(!is_preset(s));

@@ -13,7 +13,16 @@
 
 namespace topoplan {
 
-enum class Algorithm : std::uint8_t { none, ring, tree, hierarchical, nvls, one_shot, direct };
+enum class Algorithm : std::uint8_t {
+  none,
+  ring,
+  tree,
+  hierarchical,
+  nvls,
+  one_shot,
+  direct,
+  sharp
+};
 [[nodiscard]] const char* to_string(Algorithm a);
 
 struct CollectiveCost {
@@ -27,10 +36,13 @@ struct Fabric {
   std::array<double, Cluster::kMaxTiers> bandwidth{};  ///< achieved bytes/s per GPU (ring busbw)
   std::array<double, Cluster::kMaxTiers> latency{};    ///< seconds per step
   std::array<double, Cluster::kMaxTiers> nvls{};       ///< in-switch all-reduce busbw; 0: none
-  double nvls_latency = 0;                             ///< seconds, once per NVLS all-reduce
-  double base_latency = 0;                             ///< seconds, once per collective
-  double network_base_latency = 0;                     ///< seconds, once if it leaves the server
-  bool hierarchical = false;                           ///< all_reduce may pick the 2-level scheme
+  /// A group spanning up to tier k can reduce in the network: every tier 1..k has
+  /// in-network reduction (TierSpec::in_network_reduction).
+  std::array<bool, Cluster::kMaxTiers> sharp{};
+  double nvls_latency = 0;          ///< seconds, once per NVLS all-reduce
+  double base_latency = 0;          ///< seconds, once per collective
+  double network_base_latency = 0;  ///< seconds, once if it leaves the server
+  bool hierarchical = false;        ///< all_reduce may pick the 2-level scheme
 };
 
 [[nodiscard]] Fabric make_fabric(const Cluster& c, const Calibration& cal);
@@ -55,12 +67,18 @@ struct Fabric {
                                                      double bytes);
 /// NVLink SHARP: the switch reduces; for groups inside one server whose tier supports it.
 [[nodiscard]] CollectiveCost nvls_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// In-network reduction across servers (InfiniBand SHARP through NCCL's CollNet): inside each
+/// server the r members reduce-scatter and later all-gather over NVLink, and each sends its 1/r
+/// share into the switches once and gets the sum back on the same link, where a ring crosses the
+/// network twice. NCCL pipelines the phases in chunks, so the slower of the two sets the time;
+/// latency: up and down the switch tiers. For groups that span servers on tiers that all reduce.
+[[nodiscard]] CollectiveCost sharp_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// One-shot all-reduce (inference engines' custom kernel): every GPU reads the others' buffers
 /// over NVSwitch in one step. For groups inside one server; latency-optimal for tiny messages.
 [[nodiscard]] CollectiveCost one_shot_all_reduce(const Fabric& f, const GroupShape& g,
                                                  double bytes);
-/// The cheapest of ring, tree and NVLS (ties in that order), and of the hierarchical scheme
-/// when the calibration enables it.
+/// The cheapest of ring, tree, NVLS and in-network reduction (ties in that order), and of the
+/// hierarchical scheme when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// All-to-all of `bytes` per GPU (bytes/n to every member): the share for peers that meet at
 /// each tier crosses that tier at the GPU's bandwidth there, all tiers at once.

@@ -45,6 +45,10 @@ struct TierSpec {
   /// reaches GPU i of another server under the same leaf block in one hop, and GPUs of different
   /// indices meet only at the tier above (the spine).
   bool rails = false;
+  /// The tier's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet): an all-reduce
+  /// whose group spans up to this tier, with every tier from 1 up to it capable, can send each
+  /// byte into the switches once instead of the ring's twice (collectives.hpp).
+  bool in_network_reduction = false;
 };
 
 /// Servers of one GPU type, listed in server order (a cluster of mixed generations).
@@ -113,6 +117,10 @@ class Cluster {
   }
   /// The rail-optimized tier (1), or -1.
   [[nodiscard]] int rail_tier() const { return rail_tier_; }
+  /// Tier k (k >= 1) reduces in its switches (TierSpec::in_network_reduction).
+  [[nodiscard]] bool in_network_reduction(int k) const {
+    return spec_.tiers[k].in_network_reduction;
+  }
   /// False for a GPU listed as down.
   [[nodiscard]] bool usable(int device) const { return down_mask_.empty() || !down_mask_[device]; }
   /// GPUs neither down nor absent (slots above a smaller server's GPU count).
