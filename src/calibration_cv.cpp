@@ -12,24 +12,26 @@ namespace topoplan {
 namespace {
 
 /// The families in the order their first row appears in the corpus.
-std::vector<std::string> families() {
+std::vector<std::string> families(const RowFilter& rows) {
   std::vector<std::string> out;
   static_cast<void>(run_calibration_where(Calibration{}, [&](const CalibrationResult& r) {
-    if (std::find(out.begin(), out.end(), r.family) == out.end()) out.push_back(r.family);
+    if ((!rows || rows(r)) && std::find(out.begin(), out.end(), r.family) == out.end())
+      out.push_back(r.family);
     return false;  // nothing to predict: the names are all it needs
   }));
   return out;
 }
 
 CrossValidationFold run_fold(const Calibration& start, const std::vector<FittedConstant>& keys,
-                             const std::string& family) {
+                             const std::string& family, const RowFilter& rows) {
+  auto in = [&](const CalibrationResult& r) { return !rows || rows(r); };
   CrossValidationFold fold;
   fold.family = family;
-  const CalibrationFit fit =
-      fit_calibration(start, keys, [&](const CalibrationResult& r) { return r.family != family; });
+  const CalibrationFit fit = fit_calibration(
+      start, keys, [&](const CalibrationResult& r) { return in(r) && r.family != family; });
   fold.constants = fit.constants;
-  fold.rows = run_calibration_where(fit.cal,
-                                    [&](const CalibrationResult& r) { return r.family == family; });
+  fold.rows = run_calibration_where(
+      fit.cal, [&](const CalibrationResult& r) { return in(r) && r.family == family; });
   fold.error = summarize(fold.rows).all;
   return fold;
 }
@@ -37,14 +39,14 @@ CrossValidationFold run_fold(const Calibration& start, const std::vector<FittedC
 }  // namespace
 
 CrossValidation cross_validate(const Calibration& start, const std::vector<FittedConstant>& keys,
-                               int threads) {
-  const std::vector<std::string> names = families();
+                               int threads, const RowFilter& rows) {
+  const std::vector<std::string> names = families(rows);
   CrossValidation cv;
   cv.folds.resize(names.size());
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < names.size(); i = next++)
-      cv.folds[i] = run_fold(start, keys, names[i]);
+      cv.folds[i] = run_fold(start, keys, names[i], rows);
   };
   std::vector<std::thread> pool;
   const int n = std::clamp(threads, 1, static_cast<int>(std::max<std::size_t>(1, names.size())));

@@ -6,6 +6,7 @@
 #include "helpers.hpp"
 #include "topoplan/calibration_runs.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/inference.hpp"
 #include "topoplan/search.hpp"
 
 using namespace topoplan;
@@ -68,42 +69,50 @@ TEST_CASE("calibrate --fit looks only at the fit rows, and the built-in constant
 }
 
 TEST_CASE("cross-validation: each family predicted by constants fitted on the others only") {
-  // One key keeps it quick: the A100 GEMM efficiency, which several families constrain.
+  // Quick rows only (serving latencies and collectives, no plan search), one key: TensorRT-LLM's
+  // per-layer overhead, which both TensorRT-LLM families' rows respond to and the NCCL rows do
+  // not.
+  const std::vector<std::string> quick = {"NeMo docs (TensorRT-LLM)", "TensorRT-LLM performance.md",
+                                          "nccl-tests / nccl issues"};
+  const RowFilter rows = [&](const CalibrationResult& r) {
+    return std::find(quick.begin(), quick.end(), r.family) != quick.end();
+  };
   std::vector<FittedConstant> keys;
   for (const auto& k : default_fitted_constants())
-    if (k.key == "gemm_efficiency.ampere") keys.push_back(k);
+    if (k.key == "decode_layer_overhead_us") keys.push_back(k);
   REQUIRE(keys.size() == 1);
-  const CrossValidation cv = cross_validate(Calibration{}, keys, 2);
-  // Every checked row lands in exactly one fold, its own family's.
-  const auto all = run_calibration(Calibration{});
+  const CrossValidation cv = cross_validate(Calibration{}, keys, 2, rows);
+  REQUIRE(cv.folds.size() == quick.size());
+  // Every selected row lands in exactly one fold, its own family's.
+  const auto all = run_calibration_where(Calibration{}, rows);
   CHECK(cv.error.runs == summarize(all).all.runs);
-  int rows = 0;
+  std::size_t n = 0;
   for (const auto& f : cv.folds) {
     for (const auto& r : f.rows) CHECK(r.family == f.family);
-    rows += static_cast<int>(f.rows.size());
+    n += f.rows.size();
   }
-  CHECK(rows == static_cast<int>(all.size()));
-  // Leaving out Megatron-LM's SC'21 rows, the A100 constant is still set (Korthikanti, MT-NLG,
-  // FasterTransformer run on A100), to a value of its own; leaving out the NCCL measurements,
-  // which do not depend on it, changes nothing about it.
+  CHECK(n == all.size());
   auto fold = [&](const std::string& name) {
     auto it = std::find_if(cv.folds.begin(), cv.folds.end(),
                            [&](const auto& f) { return f.family == name; });
     REQUIRE(it != cv.folds.end());
     return *it;
   };
-  const CrossValidationFold sc21 = fold("Narayanan et al. 2021");
-  CHECK(sc21.constants[0].constrained);
-  CHECK(sc21.constants[0].value != Approx(keys[0].lo));
+  // Without the NeMo decode rows the overhead is set by the time-to-first-token rows alone, to
+  // a value of its own; the NCCL rows do not depend on it at all.
+  const CrossValidationFold decode = fold("NeMo docs (TensorRT-LLM)");
+  CHECK(decode.constants[0].constrained);
+  CHECK(decode.constants[0].value != Approx(decode.constants[0].start));
   CHECK(fold("nccl-tests / nccl issues").error.mean < 0.02);
   // A fold's rows are the ordinary prediction with that fold's constant.
-  Calibration with = Calibration{};
-  with.gemm_efficiency[static_cast<int>(Arch::ampere)] = sc21.constants[0].value;
+  Calibration with;
+  with.decode_layer_overhead[static_cast<int>(Runtime::tensorrt_llm)] =
+      decode.constants[0].value * 1e-6;
   const auto again = run_calibration_where(
-      with, [](const CalibrationResult& r) { return r.family == "Narayanan et al. 2021"; });
-  REQUIRE(again.size() == sc21.rows.size());
+      with, [](const CalibrationResult& r) { return r.family == "NeMo docs (TensorRT-LLM)"; });
+  REQUIRE(again.size() == decode.rows.size());
   for (std::size_t i = 0; i < again.size(); ++i)
-    CHECK(again[i].predicted == Approx(sc21.rows[i].predicted));
+    CHECK(again[i].predicted == Approx(decode.rows[i].predicted));
 }
 
 TEST_CASE("a constant no selected row responds to keeps its value, marked unconstrained") {
@@ -111,9 +120,9 @@ TEST_CASE("a constant no selected row responds to keeps its value, marked uncons
   for (const auto& k : default_fitted_constants())
     if (k.key == "attention_efficiency_fa2.hopper") keys.push_back(k);
   REQUIRE(keys.size() == 1);
-  // Megatron-LM's A100 rows run no FlashAttention-2 kernel on Hopper.
+  // The NCCL measurements run no attention at all.
   const CalibrationFit f = fit_calibration(Calibration{}, keys, [](const CalibrationResult& r) {
-    return r.family == "Narayanan et al. 2021";
+    return r.family == "nccl-tests / nccl issues";
   });
   CHECK_FALSE(f.constants[0].constrained);
   CHECK(f.constants[0].value == f.constants[0].start);

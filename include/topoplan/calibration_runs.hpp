@@ -87,11 +87,12 @@ struct CrossValidation {
   std::vector<CrossValidationFold> folds;  ///< in the order the families first appear
   ErrorSummary error;                      ///< over every checked row, each from its own fold
 };
-/// Leave-one-family-out cross-validation of `keys` (calibrate --cross-validate). Deterministic;
-/// folds run on up to `threads` threads (the result does not depend on it).
+/// Leave-one-family-out cross-validation of `keys` (calibrate --cross-validate) over the rows
+/// `rows` accepts (every row when empty). Deterministic; folds run on up to `threads` threads
+/// (the result does not depend on it).
 [[nodiscard]] CrossValidation cross_validate(const Calibration& start,
                                              const std::vector<FittedConstant>& keys,
-                                             int threads = 1);
+                                             int threads = 1, const RowFilter& rows = {});
 /// The per-family table: "table", "markdown" or "json".
 [[nodiscard]] std::string cross_validation_report(const CrossValidation& cv,
                                                   const std::string& format);
