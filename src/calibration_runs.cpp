@@ -98,6 +98,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);
+  // Runs on part of the cluster (8 of an NVL72 rack's 72 GPUs): "gpus", as --gpus.
+  if (jc.has("gpus")) j.gpus = static_cast<int>(jc.positive_int("gpus"));
   j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
   j.flexible_pipeline_layout =
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
@@ -129,16 +131,17 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   if (!best) throw std::runtime_error(out.name + ": no valid plan");
   const Evaluation& e = best->eval;
   const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
+  const double gpus = static_cast<double>(best->plan.world());  // those the run used
   if (out.metric == "iteration_time_s")
     out.predicted = e.step_time;
   else if (out.metric == "tokens_per_s_per_gpu")
-    out.predicted = tokens / e.step_time / c.gpu_count();
+    out.predicted = tokens / e.step_time / gpus;
   else if (out.metric == "mfu")
     out.predicted = e.mfu;
   else
     out.predicted =
         tokens * hardware_flops_per_token(m, static_cast<double>(j.seq_len), best->plan.recompute) /
-        e.step_time / c.gpu_count() / 1e12;
+        e.step_time / gpus / 1e12;
   out.note = fmt::format("micro-batch {}, vpp {}{}", best->plan.micro_batch, best->plan.vpp,
                          e.fits ? "" : ", DOES NOT FIT in memory");
 }

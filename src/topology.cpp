@@ -273,7 +273,8 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   }
   auto server = c.at("server");
   server.warn_unknown_keys({"nics", "nic_Gbps"});
-  s.nics_per_server = static_cast<int>(bounded(server, "nics", server.positive_int("nics"), 64));
+  s.nics_per_server =
+      static_cast<int>(bounded(server, "nics", server.positive_int("nics"), kMaxGpusPerServer));
   s.nic_bandwidth = units::from_Gbps(server.number_in("nic_Gbps", 1e-3, 1e8));
   auto tiers = c.at("tiers");
   std::size_t n = tiers.array_size();
