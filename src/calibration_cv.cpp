@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -44,15 +45,26 @@ CrossValidation cross_validate(const Calibration& start, const std::vector<Fitte
   CrossValidation cv;
   cv.folds.resize(names.size());
   std::atomic<std::size_t> next{0};
+  // A fold that throws (a bad --calibration file) stops the others; the first error is rethrown
+  // here, on the calling thread.
+  std::vector<std::exception_ptr> errors(names.size());
   auto work = [&] {
-    for (std::size_t i = next++; i < names.size(); i = next++)
-      cv.folds[i] = run_fold(start, keys, names[i], rows);
+    for (std::size_t i = next++; i < names.size(); i = next++) {
+      try {
+        cv.folds[i] = run_fold(start, keys, names[i], rows);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        next = names.size();
+      }
+    }
   };
   std::vector<std::thread> pool;
   const int n = std::clamp(threads, 1, static_cast<int>(std::max<std::size_t>(1, names.size())));
   for (int t = 1; t < n; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
   std::vector<CalibrationResult> all;
   for (const auto& f : cv.folds) all.insert(all.end(), f.rows.begin(), f.rows.end());
   cv.error = summarize(all).all;
