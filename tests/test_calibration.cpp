@@ -115,6 +115,15 @@ TEST_CASE("cross-validation: each family predicted by constants fitted on the ot
     CHECK(again[i].predicted == Approx(decode.rows[i].predicted));
 }
 
+TEST_CASE("cross-validation: an error in a fold reaches the caller, from any thread") {
+  const RowFilter nccl = [](const CalibrationResult& r) {
+    return r.family == "nccl-tests / nccl issues" || r.family == "NeMo docs (TensorRT-LLM)";
+  };
+  const std::vector<FittedConstant> bad = {{"no_such_constant", 0, 0, 0, 1}};
+  CHECK_THROWS_WITH(cross_validate(Calibration{}, bad, 2, nccl),
+                    Catch::Contains("no calibration constant 'no_such_constant'"));
+}
+
 TEST_CASE("a constant no selected row responds to keeps its value, marked unconstrained") {
   std::vector<FittedConstant> keys;
   for (const auto& k : default_fitted_constants())
