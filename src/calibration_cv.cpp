@@ -12,11 +12,14 @@
 namespace topoplan {
 namespace {
 
+/// An empty filter takes every row.
+bool accepts(const RowFilter& rows, const CalibrationResult& r) { return !rows || rows(r); }
+
 /// The families in the order their first row appears in the corpus.
 std::vector<std::string> families(const RowFilter& rows) {
   std::vector<std::string> out;
   static_cast<void>(run_calibration_where(Calibration{}, [&](const CalibrationResult& r) {
-    if ((!rows || rows(r)) && std::find(out.begin(), out.end(), r.family) == out.end())
+    if (accepts(rows, r) && std::find(out.begin(), out.end(), r.family) == out.end())
       out.push_back(r.family);
     return false;  // nothing to predict: the names are all it needs
   }));
@@ -25,14 +28,14 @@ std::vector<std::string> families(const RowFilter& rows) {
 
 CrossValidationFold run_fold(const Calibration& start, const std::vector<FittedConstant>& keys,
                              const std::string& family, const RowFilter& rows) {
-  auto in = [&](const CalibrationResult& r) { return !rows || rows(r); };
   CrossValidationFold fold;
   fold.family = family;
-  const CalibrationFit fit = fit_calibration(
-      start, keys, [&](const CalibrationResult& r) { return in(r) && r.family != family; });
+  const CalibrationFit fit = fit_calibration(start, keys, [&](const CalibrationResult& r) {
+    return accepts(rows, r) && r.family != family;
+  });
   fold.constants = fit.constants;
   fold.rows = run_calibration_where(
-      fit.cal, [&](const CalibrationResult& r) { return in(r) && r.family == family; });
+      fit.cal, [&](const CalibrationResult& r) { return accepts(rows, r) && r.family == family; });
   fold.error = summarize(fold.rows).all;
   return fold;
 }
@@ -85,14 +88,11 @@ std::string unconstrained(const CrossValidationFold& f) {
 }  // namespace
 
 std::string cross_validation_report(const CrossValidation& cv, const std::string& format) {
-  ErrorSummary predicted;  // the folds whose every constant other families set
+  std::vector<CalibrationResult> set_by_others;  // the folds whose every constant others set
   for (const auto& f : cv.folds)
-    if (unconstrained(f).empty() && f.error.runs > 0) {
-      predicted.mean = (predicted.mean * predicted.runs + f.error.mean * f.error.runs) /
-                       (predicted.runs + f.error.runs);
-      predicted.worst = std::max(predicted.worst, f.error.worst);
-      predicted.runs += f.error.runs;
-    }
+    if (unconstrained(f).empty())
+      set_by_others.insert(set_by_others.end(), f.rows.begin(), f.rows.end());
+  const ErrorSummary predicted = summarize(set_by_others).all;
   if (format == "json") {
     nlohmann::ordered_json j;
     j["schema"] = "topoplan.cross_validation/v1";

@@ -122,8 +122,7 @@ CollectiveCost sharp_all_reduce(const Fabric& f, const GroupShape& g, double byt
   if (g.size <= 1 || bytes <= 0) return {};
   if (g.span_tier < 1 || !f.sharp[g.span_tier]) return {kInf, Algorithm::none};
   const int r = members_per_server(g);
-  double network = kInf;  // the slowest link on the way up, per GPU
-  for (int k = 1; k <= g.span_tier; ++k) network = std::min(network, f.bandwidth[k]);
+  const double network = f.bandwidth[g.span_tier];  // per GPU, the least of the tiers up to it
   const double inside = r > 1 ? 2.0 * (r - 1) / r * bytes / f.bandwidth[0] : 0.0;
   const double lat = base(f, g.span_tier) + 2.0 * g.span_tier * f.latency[g.span_tier] +
                      (r > 1 ? 2.0 * (r - 1) * f.latency[0] : 0.0);

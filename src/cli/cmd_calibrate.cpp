@@ -94,10 +94,10 @@ Runner register_calibrate(CLI::App& cmd) {
   auto a = std::make_shared<CalibrateArgs>();
   cmd.add_option("--calibration", a->calibration, "JSON file overriding calibration constants");
   cmd.add_flag("--constants", a->constants, "print the constants table instead of the error table");
-  cmd.add_flag("--fit", a->fit,
-               "choose the fitted constants on the fit rows (held-back rows are never looked "
-               "at), then print the error table with them");
-  auto* fit = cmd.get_option("--fit");
+  auto* fit =
+      cmd.add_flag("--fit", a->fit,
+                   "choose the fitted constants on the fit rows (held-back rows are never looked "
+                   "at), then print the error table with them");
   cmd.add_flag("--cross-validate", a->cross_validate,
                "leave one family of runs out at a time (a paper, a benchmark suite): fit the "
                "constants on every other family's rows, fit and held back alike, predict the "
