@@ -52,6 +52,18 @@ void add_link_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
              ? "dgxc-benchmarking nccl README: NVLS all-reduce busbw 237 GB/s at 16 MiB and "
                "~480 at 1 GiB on 8 x H100: fitted as 60 us + 1.75 S / (450 x 1.084 GB/s)"
              : "no in-switch reduction"});
+    const bool network =
+        i == static_cast<int>(Link::infiniband) || i == static_cast<int>(Link::roce);
+    const char* nccl =
+        i == static_cast<int>(Link::pcie)
+            ? "NCCL src/graph/tuning.cc, hwLatencies, PCI, ring (at least the LL step latency)"
+        : network
+            ? "NCCL src/graph/tuning.cc, hwLatencies, NET, ring (at least the LL step latency)"
+            : "NCCL src/graph/tuning.cc, hwLatencies, NVLink, ring (at least the LL step latency)";
+    out.push_back(
+        {"link." + name + ".ll128_step_latency_us", &l.ll128_step_latency, 1e6, "us", nccl});
+    out.push_back(
+        {"link." + name + ".simple_step_latency_us", &l.simple_step_latency, 1e6, "us", nccl});
   }
 }
 
@@ -61,11 +73,11 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   // One row per constant, as the README table shows them.
   // clang-format off
   std::vector<CalibrationEntry> out = {
-      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak", "fitted by calibrate --fit on the A100 fit rows (Megatron-LM SC'21 Table 1, Korthikanti et al. 2022 Table 5): ~216 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
+      {"gemm_efficiency.ampere", &c.gemm_efficiency[0], 1, "fraction of dense peak", "fitted by calibrate --fit on the A100 fit rows (Megatron-LM SC'21 Table 1, Korthikanti et al. 2022 Table 5): ~222 TFLOP/s, below cuBLAS's ~250 on large fp16 GEMMs"},
       {"gemm_efficiency.hopper", &c.gemm_efficiency[1], 1, "fraction of dense peak", "fitted by calibrate --fit on the H100 bf16 fit row (NVIDIA's GPT-3 175B recipe, 53.5% MFU end to end)"},
       {"gemm_efficiency.blackwell", &c.gemm_efficiency[2], 1, "fraction of dense peak", "not fitted: as hopper (the two held-back Megatron-Bridge B200 FP8 rows check it)"},
       {"gemm_efficiency_fp8.hopper", &c.gemm_efficiency_fp8[1], 1, "fraction of dense FP8 peak", "fp8 training (--dtype fp8), linear layers only: fitted by calibrate --fit on two NeMo 24.07 FP8 rows (GPT-3 175B on 128 H100, Llama 3 8B on 8); the table's other rows are held back"},
-      {"gemm_efficiency_fp8.blackwell", &c.gemm_efficiency_fp8[2], 1, "fraction of dense FP8 peak", "not fitted: as hopper; the two held-back Megatron-Bridge B200 FP8 rows (Llama 3 8B, 3.1 405B) come out 3% and 5% slow with it"},
+      {"gemm_efficiency_fp8.blackwell", &c.gemm_efficiency_fp8[2], 1, "fraction of dense FP8 peak", "not fitted: as hopper; the two held-back Megatron-Bridge B200 FP8 rows (Llama 3 8B, 3.1 405B) check it"},
       {"attention_efficiency_fa2.ampere", &c.attention_efficiency_fa2[0], 1, "fraction of dense peak", "--fa2-attention (PyTorch SDPA, --stack torchtitan) on A100: as the GEMMs (FlashAttention-2 reaches up to 73% of A100 peak forward, Dao 2023, arXiv 2307.08691)"},
       {"attention_efficiency_fa2.hopper", &c.attention_efficiency_fa2[1], 1, "fraction of dense peak", "--fa2-attention on H100: fitted by calibrate --fit on one torchtitan long-context row (Llama 3.1 8B, 262,144 tokens, CP 8); FlashAttention-2 has no Hopper tensor-core (wgmma/TMA) path"},
       {"attention_efficiency_fa2.blackwell", &c.attention_efficiency_fa2[2], 1, "fraction of dense peak", "no calibration run here: as hopper"},
@@ -84,6 +96,16 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"collective_base_latency_us", &c.collective_base_latency, 1e6, "us", "with the step latencies, fits the tiny all-reduce times above"},
       {"nvls_latency_us", &c.nvls_latency, 1e6, "us", "fitted with nvls_bw_fraction to the two NVLS points above"},
       {"network_base_latency_us", &c.network_base_latency, 1e6, "us", "fitted with the InfiniBand step latency to the tiny 2 x 8 GPU all-reduce above"},
+      {"ll128_base_latency_us", &c.ll128_base_latency, 1e6, "us", "NCCL src/graph/tuning.cc, baseLatencies, ring LL128 (LL's is collective_base_latency_us)"},
+      {"simple_base_latency_us", &c.simple_base_latency, 1e6, "us", "NCCL src/graph/tuning.cc, baseLatencies, ring Simple"},
+      {"ll_bandwidth_fraction", &c.ll_bandwidth_fraction, 1, "fraction of the ring's bandwidth", "NCCL src/graph/tuning.cc: LL carries 4 data bytes per 8-byte store with its flag (ring x 0.5)"},
+      {"tree_ll_bandwidth_fraction", &c.tree_ll_bandwidth_fraction, 1, "fraction of the tree's bandwidth", "NCCL src/graph/tuning.cc: tree LL x 1/3.8"},
+      {"ll128_bandwidth_fraction", &c.ll128_bandwidth_fraction, 1, "fraction of the ring's bandwidth", "NCCL src/graph/tuning.cc: LL128 carries 120 of every 128 bytes (x 0.92)"},
+      {"ll_max_busbw_GBps.ampere", &c.ll_max_busbw[0], 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, Ampere, one server"},
+      {"ll_max_busbw_GBps.hopper", &c.ll_max_busbw[1], 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, Hopper, one server; with it the 8 x H100 all-reduce at 1 MB runs LL at 27 us, as measured"},
+      {"ll_max_busbw_GBps.blackwell", &c.ll_max_busbw[2], 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, Blackwell, one server"},
+      {"ll_max_busbw_GBps.two_servers", &c.ll_max_busbw_two_servers, 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, 2 nodes (Intel hosts; AMD 22.5)"},
+      {"ll_max_busbw_GBps.more_servers", &c.ll_max_busbw_more_servers, 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, 3 or more nodes (Intel hosts; AMD 19.0)"},
       {"switch_hop_latency_us", &c.switch_hop_latency, 1e6, "us", "estimate: two more switch traversals per tier above the leaf"},
       {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter", "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
@@ -110,7 +132,8 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
 /// they are above 0; times up to 10 s; counts and sizes finite and modest.
 std::pair<double, double> calibration_range(const CalibrationEntry& e) {
   const bool divides = e.key.find("efficiency") != std::string::npos ||
-                       e.key.ends_with(".bw_fraction") || e.key == "dp_bucket_params";
+                       e.key.ends_with(".bw_fraction") || e.key.ends_with("bandwidth_fraction") ||
+                       e.unit.starts_with("GB/s") || e.key == "dp_bucket_params";
   const double lo = divides ? 1e-6 : 0;
   // In-switch reduction delivers more bus bandwidth than the line rate (the switch adds).
   if (e.key.ends_with(".nvls_bw_fraction")) return {0, 4};

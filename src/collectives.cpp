@@ -20,6 +20,15 @@ const char* to_string(Algorithm a) {
   return "?";
 }
 
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+    case Protocol::simple: return "Simple";
+  }
+  return "?";
+}
+
 Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   Fabric f;
   f.tiers = c.tier_count();
@@ -27,12 +36,20 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.network_base_latency = cal.network_base_latency;
   f.nvls_latency = cal.nvls_latency;
   f.hierarchical = cal.use_hierarchical_all_reduce > 0;
+  f.protocol_base = {cal.collective_base_latency, cal.ll128_base_latency, cal.simple_base_latency};
+  f.ring_fraction = {cal.ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
+  f.tree_fraction = {cal.tree_ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
+  f.ll_ceiling = {cal.ll_max_busbw[static_cast<int>(c.gpu().arch)], cal.ll_max_busbw_two_servers,
+                  cal.ll_max_busbw_more_servers};
   for (int k = 0; k < f.tiers; ++k) {
     const LinkCalibration& l = cal.links[static_cast<int>(c.link(k))];
+    const double hops = k >= 2 ? (k - 1) * cal.switch_hop_latency : 0.0;
     f.bandwidth[k] = c.bandwidth(k) * l.bw_fraction;
-    f.latency[k] = c.latency_override(k) > 0
-                       ? c.latency_override(k)
-                       : l.step_latency + (k >= 2 ? (k - 1) * cal.switch_hop_latency : 0.0);
+    f.latency[k] = c.latency_override(k) > 0 ? c.latency_override(k) : l.step_latency + hops;
+    // A protocol's step is never faster than LL's (a cluster's own latency_us included).
+    f.step_latency[0][k] = f.latency[k];
+    f.step_latency[1][k] = std::max(f.latency[k], l.ll128_step_latency + hops);
+    f.step_latency[2][k] = std::max(f.latency[k], l.simple_step_latency + hops);
     f.nvls[k] = c.bandwidth(k) * l.nvls_bw_fraction;
     f.sharp[k] = k >= 1 && c.in_network_reduction(k) && (k == 1 || f.sharp[k - 1]);
   }
@@ -56,17 +73,43 @@ double base(const Fabric& f, int span) {
   return f.base_latency + (span >= 1 ? f.network_base_latency : 0.0);
 }
 
+/// The group's members inside one server and the servers it spans.
+int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
+
+/// LL's bus-bandwidth ceiling for the group: one server, two, or more.
+double ll_ceiling(const Fabric& f, const GroupShape& g) {
+  if (g.span_tier < 1) return f.ll_ceiling[0];
+  const int servers = g.size / members_per_server(g);
+  return f.ll_ceiling[servers <= 2 ? 1 : 2];
+}
+
+/// The fastest protocol for a collective that moves `volume` bytes per GPU through `bw` (the
+/// ring's bus bandwidth) and whose latency `latency(step)` is from one protocol's per-tier step
+/// latencies. Ties go to the first of LL, LL128, Simple.
+template <class Latency>
+CollectiveCost fastest_protocol(const Fabric& f, const GroupShape& g, Algorithm a,
+                                const std::array<double, kProtocols>& fraction, double volume,
+                                double bw, Latency latency) {
+  CollectiveCost best{kInf, a, Protocol::simple};
+  const double network = g.span_tier >= 1 ? f.network_base_latency : 0.0;
+  for (int p = 0; p < kProtocols; ++p) {
+    double b = bw * fraction[p];
+    if (p == static_cast<int>(Protocol::ll)) b = std::min(b, ll_ceiling(f, g));
+    if (!(b > 0)) continue;
+    const double t = f.protocol_base[p] + network + latency(f.step_latency[p]) + volume / b;
+    if (t < best.time) best = {t, a, static_cast<Protocol>(p)};
+  }
+  return best;
+}
+
 CollectiveCost ring(const Fabric& f, const GroupShape& g, double bytes, int steps_per_member) {
   if (g.size <= 1 || bytes <= 0) return {};
   const double n = g.size;
   const double steps = steps_per_member * (n - 1);
-  const double t = base(f, g.span_tier) + steps * f.latency[g.span_tier] +
-                   steps / n * bytes / ring_bandwidth(f, g);
-  return {t, Algorithm::ring};
+  return fastest_protocol(f, g, Algorithm::ring, f.ring_fraction, steps / n * bytes,
+                          ring_bandwidth(f, g),
+                          [&](const auto& lat) { return steps * lat[g.span_tier]; });
 }
-
-/// The group's members inside one server and the servers it spans.
-int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
 
 }  // namespace
 
@@ -88,9 +131,9 @@ CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double byte
   const int r = members_per_server(g);
   const double servers = static_cast<double>(g.size) / r;
   const double depth = std::ceil(std::log2(servers));
-  const double lat =
-      base(f, g.span_tier) + 2.0 * ((r - 1) * f.latency[0] + depth * f.latency[g.span_tier]);
-  return {lat + 2.0 * bytes / ring_bandwidth(f, g), Algorithm::tree};
+  return fastest_protocol(
+      f, g, Algorithm::tree, f.tree_fraction, 2.0 * bytes, ring_bandwidth(f, g),
+      [&](const auto& lat) { return 2.0 * ((r - 1) * lat[0] + depth * lat[g.span_tier]); });
 }
 
 CollectiveCost hierarchical_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
@@ -172,9 +215,8 @@ CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
 
 CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return {};
-  return {
-      base(f, g.span_tier) + (g.size - 1) * f.latency[g.span_tier] + bytes / ring_bandwidth(f, g),
-      Algorithm::ring};
+  return fastest_protocol(f, g, Algorithm::ring, f.ring_fraction, bytes, ring_bandwidth(f, g),
+                          [&](const auto& lat) { return (g.size - 1) * lat[g.span_tier]; });
 }
 
 CollectiveCost send_recv(const Fabric& f, int tier, double bytes) {

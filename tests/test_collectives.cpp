@@ -42,30 +42,47 @@ TEST_CASE("the fabric applies the calibration per link kind") {
 
 TEST_CASE("all-reduce inside one server: ring, and NVLS where the switch reduces") {
   Fabric f = h100(2);
-  // Ring, n = 8, S = 1e8 B: 6 us + 14 steps x 0.6 us = 14.4 us; 14/8 x 1e8 / 369e9 = 474.2547 us.
+  // Ring, n = 8, S = 1e8 B, by protocol. Simple: 8.4 us + 14 steps x 3.4 us = 56 us; 14/8 x 1e8 /
+  // 369e9 = 474.2547 us; 530.2547 us. LL128: 14 + 14 x 1.9 = 40.6 us; 1.75e8 / (0.92 x 369e9) =
+  // 515.4943 us; 556.0943 us. LL: 6 + 14 x 0.6 = 14.4 us; 1.75e8 / min(184.5, 141) GB/s =
+  // 1241.1348 us. Simple is chosen.
   auto r = ring_all_reduce(f, shape(8, 0), 1e8);
   CHECK(r.algorithm == Algorithm::ring);
-  CHECK(r.time == Approx(488.6547e-6).epsilon(1e-6));
+  CHECK(r.protocol == Protocol::simple);
+  CHECK(r.time == Approx(530.2547e-6).epsilon(1e-6));
   // NVLS: 60 us; 1.75e8 / 487.8e9 = 358.7536 us; total 418.7536 us: chosen.
   CHECK(nvls_all_reduce(f, shape(8, 0), 1e8).time == Approx(418.7536e-6).epsilon(1e-6));
   CHECK(all_reduce(f, shape(8, 0), 1e8).algorithm == Algorithm::nvls);
-  // At 16 MiB the ring wins: 14.4 + 1.75 x 16777216 / 369e9 = 93.97 us against NVLS's
-  // 60 + 60.19 = 120.19 us (measured NVLS: 124 us, dgxc-benchmarking).
-  CHECK(all_reduce(f, shape(8, 0), 16777216).algorithm == Algorithm::ring);
+  // At 16 MiB the ring's best is LL128, 40.6 + 1.75 x 16777216 / 339.48e9 = 127.09 us, and
+  // NVLS's 60 + 60.19 = 120.19 us wins (measured NVLS: 124 us, dgxc-benchmarking).
+  const auto mid = ring_all_reduce(f, shape(8, 0), 16777216);
+  CHECK(mid.protocol == Protocol::ll128);
+  CHECK(mid.time == Approx(127.09e-6).epsilon(1e-4));
+  CHECK(all_reduce(f, shape(8, 0), 16777216).algorithm == Algorithm::nvls);
   CHECK(nvls_all_reduce(f, shape(8, 0), 16777216).time == Approx(120.19e-6).epsilon(1e-4));
-  // All-gather and reduce-scatter: 6 + 7 x 0.6 = 10.2 us; 7/8 x 1e8 / 369e9 = 237.1274 us.
-  CHECK(ring_all_gather(f, shape(8, 0), 1e8).time == Approx(247.3274e-6).epsilon(1e-6));
-  CHECK(ring_reduce_scatter(f, shape(8, 0), 1e8).time == Approx(247.3274e-6).epsilon(1e-6));
-  // Tiny all-reduce on 8 GPUs: 14.4 us by ring (measured: 13-17 us).
-  CHECK(all_reduce(f, shape(8, 0), 8).time == Approx(14.4e-6).epsilon(1e-3));
+  // At 1 MiB, LL: 14.4 + 1.75 x 1048576 / 141e9 = 27.41 us (measured 27 us, dgxc-benchmarking);
+  // the old single-protocol model said 19.4 us.
+  const auto mib = all_reduce(f, shape(8, 0), 1048576);
+  CHECK(mib.protocol == Protocol::ll);
+  CHECK(mib.time == Approx(27.414e-6).epsilon(1e-3));
+  // All-gather and reduce-scatter, Simple: 8.4 + 7 x 3.4 = 32.2 us; 7/8 x 1e8 / 369e9 = 237.1274
+  // us (LL128: 27.3 + 257.7471 us).
+  CHECK(ring_all_gather(f, shape(8, 0), 1e8).time == Approx(269.3274e-6).epsilon(1e-6));
+  CHECK(ring_reduce_scatter(f, shape(8, 0), 1e8).time == Approx(269.3274e-6).epsilon(1e-6));
+  // Tiny all-reduce on 8 GPUs: 14.4 us by ring LL (measured: 13-17 us).
+  const auto tiny = all_reduce(f, shape(8, 0), 8);
+  CHECK(tiny.time == Approx(14.4e-6).epsilon(1e-3));
+  CHECK(tiny.protocol == Protocol::ll);
 }
 
 TEST_CASE("one GPU per server: every ring step crosses the network on one NIC's share") {
   Fabric f = h100(8);
-  // 8 members, one per server: 43 GB/s; 6 + 20 + 14 x 6 = 110 us; 1.75e8 / 43e9 = 4069.767 us.
-  CHECK(ring_all_reduce(f, shape(8, 1, {1}), 1e8).time == Approx(4179.767e-6).epsilon(1e-6));
-  // Tree: 26 + 2 x (0 + log2(8) = 3 steps x 6 us) = 62 us; 2 x 1e8 / 43e9 = 4651.163 us.
-  CHECK(tree_all_reduce(f, shape(8, 1, {1}), 1e8).time == Approx(4713.163e-6).epsilon(1e-6));
+  // 8 members, one per server: 43 GB/s. Simple: 8.4 + 20 + 14 x 14 = 224.4 us; 1.75e8 / 43e9 =
+  // 4069.767 us. (LL128: 118 + 4423.66 us; LL at most 20.4 GB/s across more than 2 servers.)
+  CHECK(ring_all_reduce(f, shape(8, 1, {1}), 1e8).time == Approx(4294.167e-6).epsilon(1e-6));
+  // Tree, Simple: 28.4 + 2 x (0 + log2(8) = 3 steps x 14 us) = 112.4 us; 2 x 1e8 / 43e9 =
+  // 4651.163 us.
+  CHECK(tree_all_reduce(f, shape(8, 1, {1}), 1e8).time == Approx(4763.563e-6).epsilon(1e-6));
   CHECK(all_reduce(f, shape(8, 1, {1}), 1e8).algorithm == Algorithm::ring);
 }
 
@@ -74,15 +91,17 @@ TEST_CASE("two full servers: ring, tree and hierarchical, cheapest by message si
   auto g = shape(16, 1, {8});
   // Bottleneck min(369, 8 x 43 = 344) GB/s.
   CHECK(ring_bandwidth(f, g) == Approx(344e9));
-  // Ring: 26 + 30 x 6 = 206 us; 30/16 x 1e8 / 344e9 = 545.0581 us; 751.0581 us.
-  CHECK(ring_all_reduce(f, g, 1e8).time == Approx(751.0581e-6).epsilon(1e-6));
-  // Tree: 26 + 2 x (7 x 0.6 + 1 x 6) = 46.4 us; 2 x 1e8 / 344e9 = 581.3953 us; 627.7953 us.
-  CHECK(tree_all_reduce(f, g, 1e8).time == Approx(627.7953e-6).epsilon(1e-6));
-  // Hierarchical: reduce-scatter in the server 247.3274 us; across 2 servers on 1.25e7 B by ring
-  // 26 + 2 x 6 + 1.25e7 / 43e9 = 328.6977 us; all-gather 247.3274 us; total 823.3525 us.
-  CHECK(hierarchical_all_reduce(f, g, 1e8).time == Approx(823.3525e-6).epsilon(1e-6));
+  // Ring, LL128: 14 + 20 + 30 x 6 = 214 us; 30/16 x 1e8 / (0.92 x 344e9) = 592.4544 us; 806.4544
+  // us (Simple: 28.4 + 30 x 14 = 448.4 + 545.0581 us).
+  CHECK(ring_all_reduce(f, g, 1e8).time == Approx(806.4544e-6).epsilon(1e-6));
+  // Tree, Simple: 8.4 + 20 + 2 x (7 x 3.4 + 1 x 14) = 104 us; 2 x 1e8 / 344e9 = 581.3953 us.
+  CHECK(tree_all_reduce(f, g, 1e8).time == Approx(685.3953e-6).epsilon(1e-6));
+  // Hierarchical: reduce-scatter in the server 269.3274 us; across 2 servers on 1.25e7 B by ring,
+  // Simple, 28.4 + 2 x 14 + 1.25e7 / 43e9 = 347.0977 us; all-gather 269.3274 us: 885.7525 us.
+  CHECK(hierarchical_all_reduce(f, g, 1e8).time == Approx(885.7525e-6).epsilon(1e-6));
   CHECK(all_reduce(f, g, 1e8).algorithm == Algorithm::tree);
-  // Tiny (8 B): the tree's 46.4 us, as measured (~46-48 us, nccl issue 1244).
+  // Tiny (8 B): the tree's LL, 26 + 2 x (7 x 0.6 + 6) = 46.4 us, as measured (~46-48 us, nccl
+  // issue 1244).
   CHECK(all_reduce(f, g, 8).time == Approx(46.4e-6).epsilon(1e-3));
 }
 
@@ -95,8 +114,8 @@ TEST_CASE("point-to-point, all-to-all and broadcast") {
   // All-to-all of 1.6e8 B over 16 GPUs (8 per server): 7/16 of it over NVLink, 70e6 / 369e9 =
   // 189.70 us; 8/16 across, 80e6 / 43e9 = 1860.47 us, concurrently; + 26 + 6 us latency.
   CHECK(all_to_all(f, shape(16, 1, {8}), 1.6e8).time == Approx(32e-6 + 80e6 / 43e9));
-  // Broadcast of 1e8 B inside a server: 6 + 7 x 0.6 = 10.2 us + 1e8 / 369e9 = 271.0027 us.
-  CHECK(broadcast(f, shape(8, 0), 1e8).time == Approx(10.2e-6 + 1e8 / 369e9));
+  // Broadcast of 1e8 B inside a server, Simple: 8.4 + 7 x 3.4 = 32.2 us + 1e8 / 369e9.
+  CHECK(broadcast(f, shape(8, 0), 1e8).time == Approx(32.2e-6 + 1e8 / 369e9));
 }
 
 TEST_CASE("oversubscription divides what a group gets above the leaf") {
@@ -120,13 +139,13 @@ TEST_CASE("in-network reduction (SHARP): each byte into the switches once, when 
   CHECK_FALSE(f.sharp[2]);  // the spine does not reduce: a group across leaves cannot use it
   // One GPU in each of 8 servers under one leaf: 6 + 20 + 2 x 1 tier x 6 = 38 us; nothing to do
   // inside a server; 1e8 / 43e9 = 2325.581 us into the network once: 2363.581 us, against the
-  // ring's 4179.767 us (twice across, 14 steps).
+  // ring's 4294.167 us (twice across, 14 steps).
   const auto one = sharp_all_reduce(f, shape(8, 1, {1}), 1e8);
   CHECK(one.time == Approx(2363.581e-6).epsilon(1e-6));
   CHECK(all_reduce(f, shape(8, 1, {1}), 1e8).algorithm == Algorithm::sharp);
   // Two full servers: reduce-scatter + all-gather inside, 2 x 7/8 x 1e8 / 369e9 = 474.2547 us,
   // pipelined with 1e8 / 8 / 43e9 = 290.6977 us across: the NVLink side sets it. Latency 26 +
-  // 12 + 2 x 7 x 0.6 = 46.4 us: 520.6547 us, below the tree's 627.7953 us.
+  // 12 + 2 x 7 x 0.6 = 46.4 us: 520.6547 us, below the tree's 685.3953 us.
   CHECK(sharp_all_reduce(f, shape(16, 1, {8}), 1e8).time == Approx(520.6547e-6).epsilon(1e-6));
   CHECK(all_reduce(f, shape(16, 1, {8}), 1e8).algorithm == Algorithm::sharp);
   // Across the spine, or inside one server: not available.

@@ -2,6 +2,7 @@
 // two-tier fabric: NVLink 100 GB/s, 1 us per step; network 10 GB/s, 5 us per step; 2 us launch
 // per collective, 10 us more when it leaves the server; no NVLS.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "helpers.hpp"
 #include "topoplan/cost_dims.hpp"
@@ -18,6 +19,13 @@ Fabric fabric() {
   f.latency = {1e-6, 5e-6};
   f.base_latency = 2e-6;
   f.network_base_latency = 10e-6;
+  // One protocol in effect: every one has LL's latencies and the full bandwidth, so the
+  // expectations below are plain alpha-beta.
+  f.step_latency.fill(f.latency);
+  f.protocol_base.fill(f.base_latency);
+  f.ring_fraction.fill(1.0);
+  f.tree_fraction.fill(1.0);
+  f.ll_ceiling.fill(std::numeric_limits<double>::infinity());
   return f;
 }
 

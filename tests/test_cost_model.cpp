@@ -45,9 +45,9 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   Evaluation e = eval(c, m, j, plan(8, 4, 4));
   // 512 sequences / (dp 4 x micro-batch 1) = 128 microbatches.
   REQUIRE(e.microbatches == 128);
-  // Matmuls run at 989e12 x 0.621 x 1024 / (1024 + 64): the smallest per-GPU dimension is the
+  // Matmuls run at 989e12 x 0.623 x 1024 / (1024 + 64): the smallest per-GPU dimension is the
   // attention output's 8192 / 8 = 1024.
-  const double rate = 989e12 * 0.621 * 1024.0 / 1088.0;
+  const double rate = 989e12 * 0.623 * 1024.0 / 1088.0;
   // Per token per layer on one GPU: (2 x (Q,O 8192^2 + K,V 8192x1024 + 3 x 8192x28672)) / 8 =
   // 213,909,504 matmul FLOPs + 4 x 8192 x 4096 / 8 = 16,777,216 for scores and values, x3 for
   // forward and backward.
@@ -66,8 +66,9 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   CHECK(e.time.tp == Approx(128 * 80 * ar).epsilon(1e-9));
   // PP: stages are 32 GPUs apart, across servers; each TP rank sends its 1/8 slice, 32 us +
   // 8388608 / 43e9, then the slices are all-gathered over NVLink (no sequence parallelism):
-  // 6 + 7 x 0.6 us + 7/8 x 67108864 / 369e9. The fill and the drain each wait for 3 of them.
-  const double p2p = 32e-6 + 8388608 / 43e9 + 10.2e-6 + 0.875 * 67108864 / 369e9;
+  // NCCL's Simple protocol, 8.4 + 7 x 3.4 us + 7/8 x 67108864 / 369e9. The fill and the drain
+  // each wait for 3 of them.
+  const double p2p = 32e-6 + 8388608 / 43e9 + 32.2e-6 + 0.875 * 67108864 / 369e9;
   CHECK(e.time.pp == Approx(6 * p2p).epsilon(1e-9));
   CHECK(e.comm[Dim::pp] == Approx(128 * 2 * p2p).epsilon(1e-9));
   // 1F1B bubble: (pp - 1) x one microbatch's compute and TP time.
@@ -307,10 +308,11 @@ TEST_CASE("TP overlap hides a collective only behind the matmul next to it") {
   Plan p = plan(8, 4, 4);
   p.sequence_parallel = true;
   // 70B: nearly every matmul outlasts its all-gather or reduce-scatter (only the attention
-  // output's forward does not quite): close to the calibrated fraction stays exposed.
+  // output's forward does not: its reduce-scatter, 191 us with NCCL's Simple latencies, against
+  // a 115 us matmul): close to the calibrated fraction stays exposed, 6.5% above it.
   const Evaluation big = eval(c, test::preset_model("llama3-70b"), j, p);
   CHECK(big.time.tp >= frac * big.comm[Dim::tp] * (1 - 1e-9));
-  CHECK(big.time.tp < 1.05 * frac * big.comm[Dim::tp]);
+  CHECK(big.time.tp < 1.08 * frac * big.comm[Dim::tp]);
   // 8B in FP8 at TP 8: the QKV and attention-output matmuls are shorter than the collectives
   // around them, so more than the fraction stays exposed; without overlap all of it.
   j.dtype = Dtype::fp8;

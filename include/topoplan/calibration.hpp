@@ -13,21 +13,24 @@ namespace topoplan {
 /// How one kind of link performs in practice.
 struct LinkCalibration {
   double bw_fraction = 0.85;    ///< achieved busbw / line rate for ring collectives
-  double step_latency = 5e-6;   ///< seconds per ring or tree step
+  double step_latency = 5e-6;   ///< seconds per ring or tree step (NCCL's LL protocol)
   double nvls_bw_fraction = 0;  ///< in-switch reduction (NVLS) busbw / line rate; 0: none
+  /// Seconds per step under NCCL's LL128 and Simple protocols (at least step_latency).
+  double ll128_step_latency = 1.9e-6;
+  double simple_step_latency = 3.4e-6;
 };
 
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
   /// (ampere, hopper, blackwell).
-  std::array<double, kArchs> gemm_efficiency{0.693, 0.621, 0.621};
+  std::array<double, kArchs> gemm_efficiency{0.711, 0.623, 0.623};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.487, 0.487};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.489, 0.489};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.
-  std::array<double, kArchs> attention_efficiency_fa2{0.693, 0.385, 0.385};
+  std::array<double, kArchs> attention_efficiency_fa2{0.711, 0.385, 0.385};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
@@ -50,14 +53,31 @@ struct Calibration {
   /// when cheaper: 1 yes, 0 no (NCCL itself offers ring, tree and NVLS only).
   double use_hierarchical_all_reduce = 0;
   /// Per link kind: nvlink3, nvlink4, nvlink5, pcie, infiniband, roce.
+  /// The LL128 and Simple step latencies are NCCL's own ring figures (src/graph/tuning.cc,
+  /// hwLatencies: NVLink 1.9 / 3.4 us, PCI 2.5 / 5.7, network 4.0 / 14).
   std::array<LinkCalibration, kLinks> links{{
-      {0.77, 2.0e-6, 0.0},    // nvlink3
-      {0.82, 0.6e-6, 1.084},  // nvlink4
-      {0.82, 0.6e-6, 1.084},  // nvlink5 (no public measurement here: as nvlink4)
-      {0.80, 2.0e-6, 0.0},    // pcie
-      {0.86, 6e-6, 0.0},      // infiniband
-      {0.80, 7e-6, 0.0},      // roce
+      {0.77, 2.0e-6, 0.0, 1.9e-6, 3.4e-6},    // nvlink3
+      {0.82, 0.6e-6, 1.084, 1.9e-6, 3.4e-6},  // nvlink4
+      {0.82, 0.6e-6, 1.084, 1.9e-6, 3.4e-6},  // nvlink5 (no public measurement here: as nvlink4)
+      {0.80, 2.0e-6, 0.0, 2.5e-6, 5.7e-6},    // pcie
+      {0.86, 6e-6, 0.0, 4.0e-6, 14e-6},       // infiniband
+      {0.80, 7e-6, 0.0, 4.0e-6, 14e-6},       // roce
   }};
+  /// NCCL's protocols (src/graph/tuning.cc): LL moves 4 bytes of data per 8-byte flagged store,
+  /// half the bandwidth (a tree a quarter), capped per GPU architecture inside a server and lower
+  /// across servers; LL128 moves 120 of every 128 bytes; Simple has the full bandwidth and the
+  /// longest latencies. A collective takes the fastest, as NCCL's tuner does.
+  double ll_bandwidth_fraction = 0.5;
+  double tree_ll_bandwidth_fraction = 1.0 / 3.8;
+  double ll128_bandwidth_fraction = 0.92;
+  /// LL's bus-bandwidth ceiling inside one server, bytes/s, per architecture (llMaxBws).
+  std::array<double, kArchs> ll_max_busbw{87.7e9, 141.0e9, 282.0e9};
+  /// The same across two servers and across more (NCCL's Intel-host figures).
+  double ll_max_busbw_two_servers = 39.0e9;
+  double ll_max_busbw_more_servers = 20.4e9;
+  /// Once-per-collective latency of LL128 and Simple (LL's is collective_base_latency), seconds.
+  double ll128_base_latency = 14.0e-6;
+  double simple_base_latency = 8.4e-6;
   /// Latency every collective pays once (kernel launch, protocol set-up), seconds.
   double collective_base_latency = 6e-6;
   /// Latency of an NVLS (in-switch) all-reduce, seconds: it only pays off for large messages.
@@ -77,13 +97,13 @@ struct Calibration {
   /// Inference decode: fixed time per layer per generated token (kernel launches and
   /// synchronisation between the ~10 kernels of a layer), seconds, per serving runtime
   /// (TensorRT-LLM, FasterTransformer, FasterTransformer behind Triton: Runtime's order).
-  std::array<double, 3> decode_layer_overhead{85.4e-6, 70.1e-6, 106.3e-6};
+  std::array<double, 3> decode_layer_overhead{84.6e-6, 69.0e-6, 104.1e-6};
   /// Inference: extra time per TP collective in the decode loop (launch and the barrier it
   /// puts between kernels), seconds, per serving runtime.
   std::array<double, 3> decode_collective_overhead{16.5e-6, 16.5e-6, 16.5e-6};
   /// Inference: fixed time per request (the server in front of the engine), seconds, counted in
   /// the time to the first token; per serving runtime.
-  std::array<double, 3> request_overhead{0.0, 0.0, 93.0e-3};
+  std::array<double, 3> request_overhead{0.0, 0.0, 93.4e-3};
   /// Bytes of HBM traffic per parameter in the optimizer step (Adam, fp32 state).
   double optimizer_bytes_per_param = 36.0;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.

@@ -25,17 +25,31 @@ enum class Algorithm : std::uint8_t {
 };
 [[nodiscard]] const char* to_string(Algorithm a);
 
+/// NCCL's protocols for ring and tree: LL (lowest latency, a fraction of the bandwidth), LL128,
+/// Simple (full bandwidth, longest latency). Other algorithms report simple.
+enum class Protocol : std::uint8_t { ll, ll128, simple };
+inline constexpr int kProtocols = 3;
+[[nodiscard]] const char* to_string(Protocol p);
+
 struct CollectiveCost {
   double time = 0;  ///< seconds
   Algorithm algorithm = Algorithm::none;
+  Protocol protocol = Protocol::simple;
 };
 
 /// The per-tier figures collectives use: the cluster's links through the calibration.
 struct Fabric {
   int tiers = 0;
   std::array<double, Cluster::kMaxTiers> bandwidth{};  ///< achieved bytes/s per GPU (ring busbw)
-  std::array<double, Cluster::kMaxTiers> latency{};    ///< seconds per step
-  std::array<double, Cluster::kMaxTiers> nvls{};       ///< in-switch all-reduce busbw; 0: none
+  std::array<double, Cluster::kMaxTiers> latency{};    ///< seconds per step (LL)
+  /// Seconds per step and once per collective under each Protocol (LL: latency, base_latency).
+  std::array<std::array<double, Cluster::kMaxTiers>, kProtocols> step_latency{};
+  std::array<double, kProtocols> protocol_base{};
+  /// Each protocol's share of a ring's and of a tree's bandwidth.
+  std::array<double, kProtocols> ring_fraction{}, tree_fraction{};
+  /// LL's bus-bandwidth ceiling: inside one server, across two, across more; bytes/s.
+  std::array<double, 3> ll_ceiling{};
+  std::array<double, Cluster::kMaxTiers> nvls{};  ///< in-switch all-reduce busbw; 0: none
   /// A group spanning up to tier k can reduce in the network: every tier 1..k has
   /// in-network reduction (TierSpec::in_network_reduction).
   std::array<bool, Cluster::kMaxTiers> sharp{};
@@ -51,7 +65,7 @@ struct Fabric {
 /// crosses, its members per lower domain times that tier's per-GPU bandwidth.
 [[nodiscard]] double ring_bandwidth(const Fabric& f, const GroupShape& g);
 
-/// Ring all-reduce of `bytes` per GPU: 2(n-1) steps of bytes/n.
+/// Ring all-reduce of `bytes` per GPU: 2(n-1) steps of bytes/n, under the fastest protocol.
 [[nodiscard]] CollectiveCost ring_all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// Ring all-gather producing `bytes` per GPU (each contributes bytes/n): n-1 steps.
 [[nodiscard]] CollectiveCost ring_all_gather(const Fabric& f, const GroupShape& g, double bytes);
