@@ -25,8 +25,15 @@ const char* to_string(Protocol p) {
     case Protocol::ll: return "LL";
     case Protocol::ll128: return "LL128";
     case Protocol::simple: return "Simple";
+    case Protocol::none: return "none";
   }
   return "?";
+}
+
+std::string collective_name(Algorithm a, Protocol p) {
+  std::string out = to_string(a);
+  if (p != Protocol::none) out += std::string(" ") + to_string(p);
+  return out;
 }
 
 Fabric make_fabric(const Cluster& c, const Calibration& cal) {
@@ -90,7 +97,7 @@ template <class Latency>
 CollectiveCost fastest_protocol(const Fabric& f, const GroupShape& g, Algorithm a,
                                 const std::array<double, kProtocols>& fraction, double volume,
                                 double bw, Latency latency) {
-  CollectiveCost best{kInf, a, Protocol::simple};
+  CollectiveCost best{kInf, a, Protocol::none};
   const double network = g.span_tier >= 1 ? f.network_base_latency : 0.0;
   for (int p = 0; p < kProtocols; ++p) {
     double b = bw * fraction[p];

@@ -20,6 +20,7 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
     one = all_reduce(fab, tp, core.tp_bytes);
   }
   t.algorithm = one.algorithm;
+  t.protocol = one.protocol;
   // tp_per_layer counts all-reduces: tp_per_layer / 4 halves (an all-gather or a reduce-scatter)
   // at each of the four matmuls (QKV, attention output, MLP input, MLP output), in each
   // direction. Forward, QKV and the MLP input gather their inputs (FP8 ones when
@@ -140,6 +141,7 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
   const DpParts expert = dp_parts(core, sh.expert_grad, core.expert_grad_bytes,
                                   core.expert_param_bytes, fab, zero, cal);
   t.algorithm = dense.grad.algorithm;
+  t.protocol = dense.grad.protocol;
   const double grad = dense.grad.time + expert.grad.time;
   const double gather = dense.gather + expert.gather;
   const double window = overlap ? compute * kBackwardFraction : 0.0;

@@ -107,8 +107,8 @@ std::string communication(const RunContext& ctx, const Plan& p, const Evaluation
     rows += fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td>{:.3f}</td><td>{:.3f}</td></tr>\n",
-        to_string(d), p[d], esc(span_name(ctx.cluster, e.shapes[d])), to_string(e.algorithms[d]),
-        total_comm(e, d), exposed_comm(e, d));
+        to_string(d), p[d], esc(span_name(ctx.cluster, e.shapes[d])),
+        collective_name(e.algorithms[d], e.protocols[d]), total_comm(e, d), exposed_comm(e, d));
   }
   if (rows.empty()) return "";
   return "<h2>Communication per dimension</h2>\n<table>\n<tr><th class=\"l\">dim</th>"

@@ -175,6 +175,7 @@ void decode(const Serving& s, InferenceEval& e) {
   const double stage_time = std::max((stage_read + stage_kv) / s.hbm, stage_flops / decode_rate);
   const CollectiveCost decode_ar = s.tp_all_reduce(s.micro * s.h * s.act_bytes);
   e.tp_algorithm = decode_ar.algorithm;
+  e.tp_protocol = decode_ar.protocol;
   e.decode.memory = s.pp * stage_time;
   e.weight_read = s.pp * stage_read / s.hbm;
   e.kv_read = s.pp * stage_kv / s.hbm;

@@ -51,7 +51,7 @@ std::vector<std::string> explain_token(const InferenceContext& ctx, const Plan& 
         "tp all-reduces: {:.3f} ms ({:.0f}%) - {} per token ({} per layer), "
         "{:.1f} us each on {} ({}), latency-bound",
         e.decode.tp * 1e3, pct(e.decode.tp), 2 * layers, 2, e.decode.tp / (2.0 * layers) * 1e6,
-        span_name(ctx.cluster, e.shapes[Dim::tp]), to_string(e.tp_algorithm)));
+        span_name(ctx.cluster, e.shapes[Dim::tp]), collective_name(e.tp_algorithm, e.tp_protocol)));
   if (p[Dim::pp] > 1)
     out.push_back(fmt::format("pp hops: {:.3f} ms ({:.0f}%) - {} per token", e.decode.pp * 1e3,
                               pct(e.decode.pp), p[Dim::pp] - 1));
@@ -168,6 +168,8 @@ nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& 
                      {"pp", ms(e.prefill.pp)},
                      {"ep", ms(e.prefill.ep)}};
   j["tp_algorithm"] = to_string(e.tp_algorithm);
+  j["tp_protocol"] = e.tp_protocol == Protocol::none ? ordered_json(nullptr)
+                                                     : ordered_json(to_string(e.tp_protocol));
   j["tiers"] = {{"tp", span_name(c, e.shapes[Dim::tp])},
                 {"pp", span_name(c, e.shapes[Dim::pp])},
                 {"ep", span_name(c, e.shapes[Dim::ep])}};

@@ -300,15 +300,16 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("optimizer step", e.time.optimizer);
   row("step time", e.time.total());
   out += "\ncommunication per dimension\n";
-  out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10} {:>10}\n", "dim", "degree",
+  out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<17} {:>10} {:>10}\n", "dim", "degree",
                      "spans", "per server", "algorithm", "total s", "exposed s");
   for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp}) {
     if (p[d] <= 1) continue;
     const GroupShape& g = e.shapes[d];
     const int per_server = g.span_tier > 0 ? g.per_domain[0] : g.size;
-    out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<13} {:>10.3f} {:>10.3f}\n", to_string(d),
-                       p[d], span_name(c, g), per_server, to_string(e.algorithms[d]),
-                       total_comm(e, d), exposed_comm(e, d));
+    out +=
+        fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<17} {:>10.3f} {:>10.3f}\n", to_string(d), p[d],
+                    span_name(c, g), per_server, collective_name(e.algorithms[d], e.protocols[d]),
+                    total_comm(e, d), exposed_comm(e, d));
   }
   if (p[Dim::ep] > 1) {
     out += "  ep all-to-all by tier (transfer per step; the tiers run at once):";
@@ -384,11 +385,14 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;
-    comm[to_string(d)] = {{"degree", p[d]},
-                          {"tier", span_name(c, e.shapes[d])},
-                          {"algorithm", to_string(e.algorithms[d])},
-                          {"total_s", sig(total_comm(e, d))},
-                          {"exposed_s", sig(exposed_comm(e, d))}};
+    comm[to_string(d)] = {
+        {"degree", p[d]},
+        {"tier", span_name(c, e.shapes[d])},
+        {"algorithm", to_string(e.algorithms[d])},
+        {"protocol", e.protocols[d] == Protocol::none ? ordered_json(nullptr)
+                                                      : ordered_json(to_string(e.protocols[d]))},
+        {"total_s", sig(total_comm(e, d))},
+        {"exposed_s", sig(exposed_comm(e, d))}};
   }
   if (p[Dim::ep] > 1) {
     ordered_json tiers = ordered_json::object();

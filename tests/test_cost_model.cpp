@@ -323,3 +323,16 @@ TEST_CASE("TP overlap hides a collective only behind the matmul next to it") {
   CHECK(small.time.tp < none.time.tp);
   CHECK(none.time.tp == Approx(none.comm[Dim::tp]));
 }
+
+TEST_CASE("the evaluation names each ring's NCCL protocol, and none for other algorithms") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  const Evaluation good = eval(c, test::preset_model("llama3-70b"), JobSpec{}, plan(8, 4, 4));
+  // TP inside a server: NVLS (no protocol); DP's large gradient buckets: ring Simple; PP: sends.
+  CHECK(good.algorithms[Dim::tp] == Algorithm::nvls);
+  CHECK(good.protocols[Dim::tp] == Protocol::none);
+  CHECK(good.algorithms[Dim::dp] == Algorithm::ring);
+  CHECK(good.protocols[Dim::dp] == Protocol::simple);
+  CHECK(good.protocols[Dim::pp] == Protocol::none);
+  CHECK(collective_name(good.algorithms[Dim::dp], good.protocols[Dim::dp]) == "ring Simple");
+  CHECK(collective_name(Algorithm::nvls, Protocol::none) == "nvls");
+}

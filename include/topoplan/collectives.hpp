@@ -6,6 +6,7 @@
 /// Like NCCL's tuner, all_reduce takes the cheapest algorithm for the message size.
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "topoplan/calibration.hpp"
 #include "topoplan/mapping.hpp"
@@ -25,17 +26,20 @@ enum class Algorithm : std::uint8_t {
 };
 [[nodiscard]] const char* to_string(Algorithm a);
 
-/// NCCL's protocols for ring and tree: LL (lowest latency, a fraction of the bandwidth), LL128,
-/// Simple (full bandwidth, longest latency). Other algorithms report simple.
-enum class Protocol : std::uint8_t { ll, ll128, simple };
-inline constexpr int kProtocols = 3;
+/// NCCL's protocols for ring, tree and broadcast: LL (lowest latency, a fraction of the
+/// bandwidth), LL128, Simple (full bandwidth, longest latency); none for the other algorithms.
+enum class Protocol : std::uint8_t { ll, ll128, simple, none };
+inline constexpr int kProtocols = 3;  ///< the first three are NCCL's
 [[nodiscard]] const char* to_string(Protocol p);
 
 struct CollectiveCost {
   double time = 0;  ///< seconds
   Algorithm algorithm = Algorithm::none;
-  Protocol protocol = Protocol::simple;
+  Protocol protocol = Protocol::none;
 };
+
+/// How reports name a collective: the algorithm, and the protocol when it has one ("ring LL128").
+[[nodiscard]] std::string collective_name(Algorithm a, Protocol p);
 
 /// The per-tier figures collectives use: the cluster's links through the calibration.
 struct Fabric {

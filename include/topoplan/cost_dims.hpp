@@ -44,6 +44,7 @@ struct CommTime {
   double total = 0;
   double exposed = 0;
   Algorithm algorithm = Algorithm::none;
+  Protocol protocol = Protocol::none;  ///< NCCL's protocol, for ring and tree
 };
 
 /// Fraction of a microbatch's compute that is the backward pass (backward = 2 x forward), the

@@ -65,7 +65,9 @@ struct Evaluation {
   MemoryBreakdown memory;
   DimArray<GroupShape> shapes{};     ///< worst group shape per dimension
   DimArray<Algorithm> algorithms{};  ///< collective chosen per dimension
-  GroupShape expert_dp_shape;        ///< expert gradients' group (MoE)
+  DimArray<Protocol> protocols{{Protocol::none, Protocol::none, Protocol::none, Protocol::none,
+                                Protocol::none}};  ///< its NCCL protocol, for ring and tree
+  GroupShape expert_dp_shape;                      ///< expert gradients' group (MoE)
   /// EP all-to-all seconds per step by tier (transfer only; the slowest tier sets the time).
   std::array<double, Cluster::kMaxTiers> ep_per_tier{};
 };

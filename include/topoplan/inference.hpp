@@ -73,6 +73,7 @@ struct InferenceEval {
   [[nodiscard]] double memory_total() const { return memory_weights + memory_kv + memory_other; }
   DimArray<GroupShape> shapes{};
   Algorithm tp_algorithm = Algorithm::none;
+  Protocol tp_protocol = Protocol::none;  ///< NCCL's protocol when the all-reduce is ring or tree
 };
 
 /// TP must divide the heads and be a divisor or multiple of the KV heads; PP at most the layers;
