@@ -48,6 +48,8 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.tree_fraction = {cal.tree_ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
   f.ll_ceiling = {cal.ll_max_busbw[static_cast<int>(c.gpu().arch)], cal.ll_max_busbw_two_servers,
                   cal.ll_max_busbw_more_servers};
+  // NCCL turns LL128 on only where the GPUs inside a server talk over NVLink.
+  if (c.link(0) == Link::pcie) f.ring_fraction[1] = f.tree_fraction[1] = 0.0;
   for (int k = 0; k < f.tiers; ++k) {
     const LinkCalibration& l = cal.links[static_cast<int>(c.link(k))];
     const double hops = k >= 2 ? (k - 1) * cal.switch_hop_latency : 0.0;

@@ -1,7 +1,8 @@
 // Golden numbers: every expected value is computed by hand in the comments, on dgx-h100 with the
 // default calibration: NVLink 450 GB/s x 0.82 = 369 GB/s ring busbw, 0.6 us per step, NVLS
 // 450 x 1.084 = 487.8 GB/s after 60 us; network 50 GB/s per GPU x 0.86 = 43 GB/s, 6 us per step;
-// every collective pays 6 us once, and 20 us more if it leaves the server.
+// every collective pays 6 us once, and 20 us more if it leaves the server. Rings and trees run
+// under the fastest of NCCL's LL, LL128 and Simple protocols (figures in each case).
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
@@ -153,4 +154,18 @@ TEST_CASE("in-network reduction (SHARP): each byte into the switches once, when 
   CHECK(sharp_all_reduce(f, shape(8, 0), 1e8).algorithm == Algorithm::none);
   // Off by default: the preset's fabric never picks it.
   CHECK(all_reduce(h100(8), shape(8, 1, {1}), 1e8).algorithm == Algorithm::ring);
+}
+
+TEST_CASE("LL128 only where a server's GPUs talk over NVLink, as NCCL enables it") {
+  ClusterSpec s = load_cluster("dgx-h100", "test");
+  s.nodes = 1;
+  const auto mid = shape(8, 0);
+  // NVLink: 16 MiB runs LL128 (tested above).
+  CHECK(ring_all_reduce(make_fabric(Cluster(s, "test"), Calibration{}), mid, 16777216).protocol ==
+        Protocol::ll128);
+  // The same server on PCIe: Simple or LL, never LL128.
+  s.tiers[0].link = Link::pcie;
+  const Fabric pcie = make_fabric(Cluster(s, "test"), Calibration{});
+  for (double bytes : {1e3, 1e5, 1e6, 16777216.0, 1e9})
+    CHECK(ring_all_reduce(pcie, mid, bytes).protocol != Protocol::ll128);
 }
