@@ -45,7 +45,9 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.hierarchical = cal.use_hierarchical_all_reduce > 0;
   f.protocol_base = {cal.collective_base_latency, cal.ll128_base_latency, cal.simple_base_latency};
   f.ring_fraction = {cal.ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
-  f.tree_fraction = {cal.tree_ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
+  const double tree = cal.tree_bandwidth_fraction;
+  f.tree_fraction = {tree * cal.tree_ll_bandwidth_fraction,
+                     tree * cal.tree_ll128_bandwidth_fraction, tree};
   f.ll_ceiling = {cal.ll_max_busbw[static_cast<int>(c.gpu().arch)], cal.ll_max_busbw_two_servers,
                   cal.ll_max_busbw_more_servers};
   // NCCL turns LL128 on only where the GPUs inside a server talk over NVLink.

@@ -70,6 +70,10 @@ struct Calibration {
   double ll_bandwidth_fraction = 0.5;
   double tree_ll_bandwidth_fraction = 1.0 / 3.8;
   double ll128_bandwidth_fraction = 0.92;
+  /// A tree all-reduce's share of the ring bandwidth under every protocol, and LL128's across
+  /// servers (120 of 128 bytes) on top of it.
+  double tree_bandwidth_fraction = 0.92;
+  double tree_ll128_bandwidth_fraction = 120.0 / 128.0;
   /// LL's bus-bandwidth ceiling inside one server, bytes/s, per architecture (llMaxBws).
   std::array<double, kArchs> ll_max_busbw{87.7e9, 141.0e9, 282.0e9};
   /// The same across two servers and across more (NCCL's Intel-host figures).
