@@ -88,7 +88,7 @@ double base(const Fabric& f, int span) {
 int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
 
 /// LL's bus-bandwidth ceiling for the group: one server, two, or more.
-double ll_ceiling(const Fabric& f, const GroupShape& g) {
+double ll_ceiling_for(const Fabric& f, const GroupShape& g) {
   if (g.span_tier < 1) return f.ll_ceiling[0];
   const int servers = g.size / members_per_server(g);
   return f.ll_ceiling[servers <= 2 ? 1 : 2];
@@ -105,7 +105,7 @@ CollectiveCost fastest_protocol(const Fabric& f, const GroupShape& g, Algorithm 
   const double network = g.span_tier >= 1 ? f.network_base_latency : 0.0;
   for (int p = 0; p < kProtocols; ++p) {
     double b = bw * fraction[p];
-    if (p == static_cast<int>(Protocol::ll)) b = std::min(b, ll_ceiling(f, g));
+    if (p == static_cast<int>(Protocol::ll)) b = std::min(b, ll_ceiling_for(f, g));
     if (!(b > 0)) continue;
     const double t = f.protocol_base[p] + network + latency(f.step_latency[p]) + volume / b;
     if (t < best.time) best = {t, a, static_cast<Protocol>(p)};

@@ -429,7 +429,6 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.algorithms[Dim::ep] = ep.comm.algorithm;
   e.algorithms[Dim::pp] = hop.algorithm;
   e.algorithms[Dim::dp] = dp.algorithm;
-  e.protocols.values.fill(Protocol::none);
   e.protocols[Dim::tp] = tp.protocol;
   e.protocols[Dim::dp] = dp.protocol;
   for (int k = 0; k < Cluster::kMaxTiers; ++k) e.ep_per_tier[k] = mbs * ep.per_tier[k];

@@ -168,8 +168,7 @@ nlohmann::ordered_json detail::to_json(const InferenceContext& ctx, const Plan& 
                      {"pp", ms(e.prefill.pp)},
                      {"ep", ms(e.prefill.ep)}};
   j["tp_algorithm"] = to_string(e.tp_algorithm);
-  j["tp_protocol"] = e.tp_protocol == Protocol::none ? ordered_json(nullptr)
-                                                     : ordered_json(to_string(e.tp_protocol));
+  j["tp_protocol"] = detail::protocol_json(e.tp_protocol);
   j["tiers"] = {{"tp", span_name(c, e.shapes[Dim::tp])},
                 {"pp", span_name(c, e.shapes[Dim::pp])},
                 {"ep", span_name(c, e.shapes[Dim::ep])}};

@@ -385,14 +385,12 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;
-    comm[to_string(d)] = {
-        {"degree", p[d]},
-        {"tier", span_name(c, e.shapes[d])},
-        {"algorithm", to_string(e.algorithms[d])},
-        {"protocol", e.protocols[d] == Protocol::none ? ordered_json(nullptr)
-                                                      : ordered_json(to_string(e.protocols[d]))},
-        {"total_s", sig(total_comm(e, d))},
-        {"exposed_s", sig(exposed_comm(e, d))}};
+    comm[to_string(d)] = {{"degree", p[d]},
+                          {"tier", span_name(c, e.shapes[d])},
+                          {"algorithm", to_string(e.algorithms[d])},
+                          {"protocol", detail::protocol_json(e.protocols[d])},
+                          {"total_s", sig(total_comm(e, d))},
+                          {"exposed_s", sig(exposed_comm(e, d))}};
   }
   if (p[Dim::ep] > 1) {
     ordered_json tiers = ordered_json::object();

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "topoplan/collectives.hpp"
 #include "topoplan/job.hpp"
 #include "topoplan/model.hpp"
 #include "topoplan/presets.hpp"
@@ -18,6 +19,12 @@ namespace topoplan::detail {
 inline double sig(double v, int digits = 6) {
   if (v == 0 || !std::isfinite(v)) return v;
   return std::stod(fmt::format("{:.{}g}", v, digits));
+}
+
+/// A collective's NCCL protocol ("LL", "LL128", "Simple"), null when it has none.
+inline nlohmann::ordered_json protocol_json(Protocol p) {
+  return p == Protocol::none ? nlohmann::ordered_json(nullptr)
+                             : nlohmann::ordered_json(to_string(p));
 }
 
 /// The whole cluster and model ("cluster_spec", "model_spec") when they are not presets as
