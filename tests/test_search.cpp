@@ -105,8 +105,12 @@ TEST_CASE("the search's size is known before it runs and bounds what it costs") 
         CHECK(e.bound == bound);
         CHECK(e.limit == bound - 1);
       }
-      o.max_plans = bound;  // at the bound: runs
-      CHECK(search(c, m, j, cal, o).evaluated == r.evaluated);
+      // At the bound: runs (checked on one server; each search here is repeated work, and
+      // this test is among the longest under the sanitizers).
+      if (nodes == 1) {
+        o.max_plans = bound;
+        CHECK(search(c, m, j, cal, o).evaluated == r.evaluated);
+      }
     }
 }
 
