@@ -125,22 +125,33 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   return s;
 }
 
-/// Prefill: the whole batch's prompts through every stage in turn.
+/// Prefill: the whole batch's prompts through every stage in turn. Each weight matrix is read
+/// from HBM at least once per forward pass: a short prompt's multiplies (M = its tokens) are
+/// bound by that read, not by the tensor cores (the roofline; an 8-bit weight does 2 M FLOPs per
+/// byte read, below the H100's FP8 ridge of ~590 at M = 128).
 PrefillBreakdown prefill(const Serving& s) {
   const auto& k = s.m.counts;
   const double n_min = std::min({k.q_dim / s.tp, k.min_ffn / s.tp, s.tokens});
   const double rate = s.gemm * n_min / (n_min + s.cal.gemm_half_dim);
-  const double fwd_flops =  // causal attention: a prompt token sees prompt/2 keys on average
-      s.tokens *
-      (s.layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * s.prompt / 2) +
-       k.logits_flops) /
-      s.tp;
+  const double linear_flops = s.tokens * (s.layers * k.layer_matmul_flops + k.logits_flops) / s.tp;
+  // causal attention: a prompt token sees prompt/2 keys on average
+  const double attention_flops =
+      s.tokens * s.layers * k.layer_attention_flops_per_seq * s.prompt / 2 / s.tp;
+  double expert_read_fraction = 1.0;
+  if (s.m.spec.moe())
+    expert_read_fraction = std::min(1.0, s.tokens * static_cast<double>(s.m.spec.top_k) /
+                                             static_cast<double>(s.m.spec.experts));
+  const double weight_read =
+      (s.layers * (s.dense_layer / s.tp + expert_read_fraction * s.expert_layer / (s.tp * s.ep)) *
+           s.w_bytes +
+       s.head_weights) /
+      s.hbm;
   const double elem = s.tokens * s.layers *
                       (s.cal.elementwise_hidden_passes * s.h +
                        (s.m.spec.gated_mlp ? 3.0 : 2.0) * k.active_ffn / s.tp) *
                       s.act_bytes / s.hbm;
   PrefillBreakdown out;
-  out.compute = fwd_flops / rate + elem;
+  out.compute = std::max(linear_flops / rate, weight_read) + attention_flops / rate + elem;
   out.overhead =
       s.layers * s.layer_overhead + s.cal.request_overhead[static_cast<int>(s.j.runtime)];
   out.tp = 2.0 * s.layers * s.tp_all_reduce(s.tokens * s.h * s.act_bytes).time;

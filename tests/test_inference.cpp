@@ -190,9 +190,12 @@ TEST_CASE("serving parts by hand: prefill, decode, collectives, pipeline hops, m
   j.output_len = 11;
   const Plan p = plan(2, 2, 1);
   const InferenceEval e = run(c, m, j, p, cal);
-  // Prefill, 200 tokens: 200 x (4 x (25,165,824 + 4,096 x 100 / 2) + 2,048,000) / 2 FLOPs at
-  // 5e14 = 20.706 us; element-wise 200 x 4 x (8 x 1024 + 2 x 4096 / 2) x 2 B at 5e11 = 39.322 us.
-  CHECK(e.prefill.compute == Approx(20.7060992e-6 + 39.3216e-6));
+  // Prefill, 200 tokens: the weight multiplies, 200 x (4 x 25,165,824 + 2,048,000) / 2 FLOPs
+  // at 5e14 = 20.542 us, are bound by reading the weights once, stage after stage: 4 layers x
+  // 12,584,960 params / 2 x 2 B + the head's 1,024,000 B at 5e11 = 102.728 us. Attention,
+  // 200 x 4 x 4,096 x 100 / 2 / 2 FLOPs at 5e14 = 0.164 us; element-wise 200 x 4 x (8 x 1024 +
+  // 2 x 4096 / 2) x 2 B at 5e11 = 39.322 us.
+  CHECK(e.prefill.compute == Approx(102.72768e-6 + 0.16384e-6 + 39.3216e-6));
   CHECK(e.prefill.overhead == Approx(40e-6));  // 4 layers x 10 us
   // TP all-reduce of 409,600 B over 2 GPUs: one-shot 1 us + 409,600 / 1e11 = 5.096 us (ring:
   // 6.096 us); 2 per layer.
@@ -266,4 +269,24 @@ TEST_CASE("FP8 weights: prefill runs at the FP8 GEMM efficiency, bf16 weights do
   // and leaves bf16's alone.
   CHECK(compute(Dtype::fp8, 0.25) > 1.8 * compute(Dtype::fp8, 0.5));
   CHECK(compute(Dtype::bf16, 0.25) == Approx(compute(Dtype::bf16, 0.5)));
+}
+
+TEST_CASE("a short prompt's prefill takes at least one read of the weights") {
+  // Llama-2-7B on one H100 in bf16: below ~160 prompt tokens the multiplies do fewer FLOPs per
+  // weight byte than the GPU's achieved ridge, so prefill cannot beat the decode step's read.
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = llama2_7b();
+  InferenceJob j;
+  j.output_len = 1;
+  auto at = [&](int prompt) {
+    j.prompt_len = prompt;
+    return run(c, m, j, plan(1, 1, 8));
+  };
+  for (int prompt : {1, 16, 64, 128}) {
+    INFO("prompt " << prompt);
+    const InferenceEval e = at(prompt);
+    CHECK(e.prefill.compute >= e.weight_read);
+  }
+  // A long prompt is bound by the tensor cores: well above the read.
+  CHECK(at(4096).prefill.compute > 10 * at(4096).weight_read);
 }

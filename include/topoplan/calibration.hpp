@@ -101,7 +101,7 @@ struct Calibration {
   /// Inference decode: fixed time per layer per generated token (kernel launches and
   /// synchronisation between the ~10 kernels of a layer), seconds, per serving runtime
   /// (TensorRT-LLM, FasterTransformer, FasterTransformer behind Triton: Runtime's order).
-  std::array<double, 3> decode_layer_overhead{84.6e-6, 69.0e-6, 104.1e-6};
+  std::array<double, 3> decode_layer_overhead{84.5e-6, 69.0e-6, 104.1e-6};
   /// Inference: extra time per TP collective in the decode loop (launch and the barrier it
   /// puts between kernels), seconds, per serving runtime.
   std::array<double, 3> decode_collective_overhead{16.5e-6, 16.5e-6, 16.5e-6};
