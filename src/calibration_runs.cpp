@@ -148,6 +148,15 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
 
 }  // namespace
 
+const char* to_string(RunKind k) {
+  switch (k) {
+    case RunKind::training: return "training";
+    case RunKind::inference: return "inference";
+    case RunKind::collective: return "collective";
+  }
+  return "training";
+}
+
 std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only) {
   if (!fit_rows_only) return run_calibration_where(cal, RowFilter{});
   return run_calibration_where(cal, [](const CalibrationResult& r) { return !r.held_out; });
@@ -172,6 +181,12 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
     const std::string role = r.has("role") ? r.string("role") : "fit";
     if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
     res.held_out = role == "holdout";
+    res.kind = r.has("collective")  ? RunKind::collective
+               : r.has("inference") ? RunKind::inference
+                                    : RunKind::training;
+    res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
+    if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
+    if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
     if (keep && !keep(res)) continue;
     if (r.has("collective"))
       predict_collective(r, cal, res);

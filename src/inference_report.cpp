@@ -72,11 +72,11 @@ std::string inference_text(const InferenceContext& ctx, const Plan& p, const Inf
       "tokens/s per replica {:.1f}   per GPU {:.1f}   communication {:.0f}% of each "
       "token\n",
       e.tokens_per_s, e.tokens_per_s_per_gpu, 100 * e.comm_share);
-  out +=
-      fmt::format("memory {:.1f} of {:.1f} GiB per GPU (weights {:.1f}, KV cache {:.1f}): {}\n\n",
-                  units::to_GiB(e.memory_total()), units::to_GiB(ctx.cluster.gpu().memory_bytes),
-                  units::to_GiB(e.memory_weights), units::to_GiB(e.memory_kv),
-                  e.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU (weights {:.1f}, KV cache {:.1f}): {}\n",
+                     units::to_GiB(e.memory_total()), units::to_GiB(ctx.cluster.gpu().memory_bytes),
+                     units::to_GiB(e.memory_weights), units::to_GiB(e.memory_kv),
+                     e.fits ? "fits" : "DOES NOT FIT");
+  out += detail::accuracy_line(detail::band_for(ctx)) + "\n\n";
   out += "each generated token (the parts add up to the per-token time)\n";
   for (const auto& line : explain_token(ctx, p, e)) out += "  - " + line + "\n";
   out += fmt::format(
@@ -88,7 +88,9 @@ std::string inference_text(const InferenceContext& ctx, const Plan& p, const Inf
 }
 
 std::string inference_json(const InferenceContext& ctx, const Plan& p, const InferenceEval& e) {
-  return detail::to_json(ctx, p, e).dump(2) + "\n";
+  ordered_json j = detail::to_json(ctx, p, e);
+  j["expected_error"] = detail::accuracy_json(detail::band_for(ctx));
+  return j.dump(2) + "\n";
 }
 
 std::string inference_search_text(const InferenceContext& ctx, const InferenceSearchResult& r,
@@ -113,6 +115,7 @@ std::string inference_search_text(const InferenceContext& ctx, const InferenceSe
         e.tokens_per_s, e.tokens_per_s_per_gpu, 100 * e.comm_share, units::to_GiB(e.memory_total()),
         span_name(ctx.cluster, e.shapes[Dim::tp]));
   }
+  out += fmt::format("\n{}\n", detail::accuracy_line(detail::band_for(ctx)));
   out += "\nwhy #1: each generated token\n";
   for (const auto& line : explain_token(ctx, r.top.front().plan, r.top.front().eval))
     out += "  - " + line + "\n";
@@ -130,6 +133,7 @@ std::string inference_search_json(const InferenceContext& ctx, const InferenceSe
   auto plans = ordered_json::array();
   for (const auto& c : r.top) plans.push_back(detail::to_json(ctx, c.plan, c.eval));
   j["plans"] = plans;
+  j["expected_error"] = detail::accuracy_json(detail::band_for(ctx));
   return j.dump(2) + "\n";
 }
 

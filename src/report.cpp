@@ -33,6 +33,36 @@ std::string pct(double part, double whole) {
 
 }  // namespace
 
+AccuracyBand detail::band_for(const RunContext& ctx) {
+  return accuracy_band({RunKind::training, ctx.cluster.gpu().arch, ctx.job.dtype == Dtype::fp8},
+                       ctx.cal);
+}
+
+AccuracyBand detail::band_for(const InferenceContext& ctx) {
+  return accuracy_band(
+      {RunKind::inference, ctx.cluster.gpu().arch, ctx.job.weight_dtype == Dtype::fp8}, ctx.cal);
+}
+
+std::string detail::accuracy_line(const AccuracyBand& b) {
+  if (!b.measured)
+    return "expected error: not measured for these calibration constants (topoplan calibrate "
+           "--calibration FILE measures them)";
+  return fmt::format(
+      "expected error: {:.1f}% mean, {:.1f}% worst on the {} published {} runs held back from "
+      "the fit (topoplan calibrate)",
+      100.0 * b.held_out.mean, 100.0 * b.held_out.worst, b.held_out.runs, b.basis);
+}
+
+ordered_json detail::accuracy_json(const AccuracyBand& b) {
+  if (!b.measured) return nullptr;
+  ordered_json j;
+  j["basis"] = b.basis;
+  j["held_back_runs"] = b.held_out.runs;
+  j["mean_abs_error"] = sig(b.held_out.mean, 4);
+  j["worst_abs_error"] = sig(b.held_out.worst, 4);
+  return j;
+}
+
 std::string span_name(const Cluster& c, const GroupShape& g) {
   if (g.size <= 1 || g.span_tier < 0) return "-";
   return c.tier_name(g.span_tier);
@@ -210,6 +240,7 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
     for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
     out += "\n";
   }
+  out += fmt::format("\n{}\n", detail::accuracy_line(detail::band_for(ctx)));
   out += "\nwhy #1 wins:\n";
   for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";
   const Candidate& w = r.top.front();
@@ -249,13 +280,16 @@ std::string plan_report_json(const RunContext& ctx, const SearchResult& r) {
   }
   j["plans"] = plans;
   j["explanation"] = explain_winner(ctx, r);
+  j["expected_error"] = detail::accuracy_json(detail::band_for(ctx));
   if (r.closest_unfit)
     j["closest_unfit"] = detail::to_json(ctx, r.closest_unfit->plan, r.closest_unfit->eval);
   return j.dump(2) + "\n";
 }
 
 std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e) {
-  return detail::to_json(ctx, p, e).dump(2) + "\n";
+  ordered_json j = detail::to_json(ctx, p, e);
+  j["expected_error"] = detail::accuracy_json(detail::band_for(ctx));
+  return j.dump(2) + "\n";
 }
 
 std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluation& e,
@@ -264,6 +298,7 @@ std::string evaluation_json(const RunContext& ctx, const Plan& p, const Evaluati
   std::vector<int> devices(static_cast<std::size_t>(p.world()));
   for (std::int64_t r = 0; r < p.world(); ++r) devices[static_cast<std::size_t>(r)] = map.device(r);
   j["placement"] = detail::placement_json(ctx, p, devices, s);
+  j["expected_error"] = detail::accuracy_json(detail::band_for(ctx));
   return j.dump(2) + "\n";
 }
 
@@ -280,9 +315,10 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
       "{:.1f}%\n",
       e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu);
-  out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n\n", units::to_GiB(e.memory.total()),
+  out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n", units::to_GiB(e.memory.total()),
                      units::to_GiB(c.gpu().memory_bytes),
                      e.fits ? "fits" : "DOES NOT FIT (" + infeasible_reason(ctx, e) + ")");
+  out += detail::accuracy_line(detail::band_for(ctx)) + "\n\n";
   out += "where the time goes (critical path; the parts add up to the step time)\n";
   const double T = e.step_time;
   auto row = [&](const char* name, double v) {

@@ -2,8 +2,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "helpers.hpp"
+#include "topoplan/accuracy.hpp"
 #include "topoplan/calibration_runs.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/inference.hpp"
@@ -34,6 +36,40 @@ TEST_CASE("held-back runs: the prediction error stays within the bound the READM
   CHECK(s.held_out.mean <= 0.08);
   CHECK(s.held_out.worst <= 0.35);
   CHECK(s.fit.mean <= 0.03);
+}
+
+TEST_CASE("expected error: the held-back runs of the same kind, widened when they are few") {
+  const auto rows = run_calibration(Calibration{});
+  // Recount by hand what accuracy_band states for one regime: held-back, checked, same kind,
+  // architecture and precision.
+  auto by_hand = [&](RunKind k, Arch a, std::optional<bool> fp8) {
+    std::vector<CalibrationResult> picked;
+    for (const auto& r : rows)
+      if (r.held_out && r.checked && r.kind == k && r.arch == a && (!fp8 || r.fp8 == *fp8))
+        picked.push_back(r);
+    return summarize(picked).all;
+  };
+  const AccuracyBand h = accuracy_band({RunKind::training, Arch::hopper, true}, Calibration{});
+  REQUIRE(h.measured);
+  CHECK(h.basis == "training, hopper, fp8");
+  const ErrorSummary want = by_hand(RunKind::training, Arch::hopper, true);
+  CHECK(h.held_out.runs == want.runs);
+  CHECK(h.held_out.mean == Approx(want.mean));
+  CHECK(h.held_out.worst == Approx(want.worst));
+  CHECK(h.held_out.runs >= kMinBandRuns);
+  // Inference on Blackwell: no such held-back run, so the band widens to every inference run.
+  const AccuracyBand b = accuracy_band({RunKind::inference, Arch::blackwell, true}, Calibration{});
+  CHECK(by_hand(RunKind::inference, Arch::blackwell, std::nullopt).runs < kMinBandRuns);
+  CHECK(b.basis == "inference");
+  int inference = 0;
+  for (const auto& r : rows) inference += r.held_out && r.checked && r.kind == RunKind::inference;
+  CHECK(b.held_out.runs == inference);
+  // Any other constant: the held-back rows measured the built-in ones, so nothing is claimed.
+  Calibration other;
+  other.hbm_efficiency = 0.7;
+  CHECK_FALSE(is_builtin(other));
+  CHECK_FALSE(accuracy_band({RunKind::training, Arch::hopper, true}, other).measured);
+  CHECK(is_builtin(Calibration{}));
 }
 
 TEST_CASE("the corpus: at least 40 training runs and 10 inference runs, each with its source") {

@@ -1,13 +1,20 @@
 #pragma once
 /// The published measurements topoplan is checked against (configs/calibration/runs.json,
 /// compiled in): each is re-predicted with the current calibration and compared.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "topoplan/calibration.hpp"
+#include "topoplan/topology.hpp"
 
 namespace topoplan {
+
+/// What a published run measured: a training step, serving (prefill and decode), or one
+/// collective.
+enum class RunKind : std::uint8_t { training, inference, collective };
+[[nodiscard]] const char* to_string(RunKind k);
 
 struct CalibrationResult {
   std::string name;
@@ -20,6 +27,9 @@ struct CalibrationResult {
   /// Held back: not looked at while the constants were chosen, so its error is a prediction.
   bool held_out = false;
   std::string note;  ///< the plan found, or why a row is not checked
+  RunKind kind = RunKind::training;
+  Arch arch = Arch::ampere;  ///< of the run's GPUs
+  bool fp8 = false;          ///< FP8 training, or FP8 weights when serving
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
 

@@ -91,7 +91,8 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "source",
                        "note",
                        "placement",
-                       "even_split_step_time_s"});
+                       "even_split_step_time_s",
+                       "expected_error"});
 }
 
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {

@@ -1,0 +1,36 @@
+#pragma once
+/// How far off topoplan's predictions are for a run like the one being planned: the error it makes
+/// on published runs of the same kind that were held back from fitting its constants.
+#include <string>
+
+#include "topoplan/calibration_runs.hpp"
+
+namespace topoplan {
+
+/// The kind of run a prediction is for.
+struct Regime {
+  RunKind kind = RunKind::training;
+  Arch arch = Arch::ampere;
+  bool fp8 = false;
+};
+
+struct AccuracyBand {
+  /// False with a calibration other than the built-in one: the held-back rows measure the
+  /// built-in constants only (`topoplan calibrate --calibration FILE` measures others).
+  bool measured = false;
+  std::string basis;  ///< which runs: "training, hopper, fp8", widened to "training, hopper" ...
+  ErrorSummary held_out;
+};
+
+/// Fewest held-back runs a band stands on before it is widened.
+inline constexpr int kMinBandRuns = 3;
+
+/// The held-back, checked runs of the same kind, GPU architecture and precision; with fewer than
+/// kMinBandRuns of them, of the same kind and architecture; then of the same kind. Predicted with
+/// the built-in constants, once per regime per process.
+[[nodiscard]] AccuracyBand accuracy_band(const Regime& r, const Calibration& cal);
+
+/// True when every constant of `cal` is the built-in value.
+[[nodiscard]] bool is_builtin(const Calibration& cal);
+
+}  // namespace topoplan
