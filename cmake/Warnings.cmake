@@ -11,8 +11,9 @@ if(TOPOPLAN_SANITIZE)
   target_compile_options(topoplan_warnings INTERFACE ${sanitize_flags})
   target_link_options(topoplan_warnings INTERFACE ${sanitize_flags})
 endif()
-# -DTOPOPLAN_FUZZ=ON (clang only; cmake/fuzz.sh): the library instrumented for libFuzzer, with
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzz targets of tests/fuzz built.
+# -DTOPOPLAN_FUZZ=ON (clang only; cmake/fuzz.sh, and cmake/sanitize.sh with TOPOPLAN_SANITIZE):
+# the library instrumented for libFuzzer, with AddressSanitizer + UndefinedBehaviorSanitizer, and
+# the fuzz targets of tests/fuzz built.
 option(TOPOPLAN_FUZZ "Build the libFuzzer targets (clang)" OFF)
 if(TOPOPLAN_FUZZ)
   set(fuzz_flags -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)

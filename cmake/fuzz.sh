@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz) with clang into build-fuzz/ and runs each for
+# Builds the libFuzzer targets (tests/fuzz) with clang into build-fuzz/ (or FUZZ_BUILD_DIR) and runs each for
 # FUZZ_SECONDS (default 20), one per core at a time, seeded from the repository's own inputs; any
 # crash, leak, timeout or sanitizer report fails. Needs clang and libclang-rt-14-dev (installed here when missing).
 set -euo pipefail
@@ -9,12 +9,16 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linu
 fi
 seconds=${FUZZ_SECONDS:-20}
 parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml slurm)
-# -O1 with line tables only: quick to build, and reports still name the file and line. Only the
-# fuzz targets (and the library) are built, not the CLI.
-CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz \
-  -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" -DTOPOPLAN_FUZZ=ON -DTOPOPLAN_BUILD_TESTS=OFF \
-  >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target "${parsers[@]/#/fuzz_}" >&2
+# FUZZ_BUILD_DIR: a build configured with -DTOPOPLAN_FUZZ=ON already (cmake/sanitize.sh's
+# build-asan, as CI runs it). Otherwise build-fuzz/: -O1 with line tables only, quick to build,
+# reports still name the file and line; only the fuzz targets (and the library) are built.
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+if [[ -z ${FUZZ_BUILD_DIR:-} ]]; then
+  CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz \
+    -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" -DTOPOPLAN_FUZZ=ON -DTOPOPLAN_BUILD_TESTS=OFF \
+    >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target "${parsers[@]/#/fuzz_}" >&2
 seed_dir=$(mktemp -d)
 trap 'rm -rf "$seed_dir"' EXIT
 declare -A seeds=(
@@ -48,8 +52,8 @@ run_one() {
   local parser=$1 dir="$seed_dir/$1" status=0
   echo "fuzz_$parser: ${seconds} s from $(ls "$dir" | wc -l) seeds" >&2
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
-    "build-fuzz/tests/fuzz/fuzz_$parser" -max_total_time="$seconds" -seed=1 -timeout=5 \
-    -artifact_prefix=build-fuzz/ -rss_limit_mb=2048 -print_final_stats=0 "$dir" \
+    "$build/tests/fuzz/fuzz_$parser" -max_total_time="$seconds" -seed=1 -timeout=5 \
+    -artifact_prefix="$build/" -rss_limit_mb=2048 -print_final_stats=0 "$dir" \
     2>"$seed_dir/$parser.log" || status=$?
   echo "$status" >"$seed_dir/$parser.status"
 }

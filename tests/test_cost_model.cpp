@@ -41,7 +41,6 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   Cluster c = test::preset_cluster("dgx-h100", 16);
   Model m = test::preset_model("llama3-70b");
   JobSpec j;  // flash attention, no TP overlap, DP overlapped with the backward pass
-  Calibration cal;
   Evaluation e = eval(c, m, j, plan(8, 4, 4));
   // 512 sequences / (dp 4 x micro-batch 1) = 128 microbatches.
   REQUIRE(e.microbatches == 128);
