@@ -323,6 +323,27 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   return last.total() > worst.total() ? last : worst;
 }
 
+namespace {
+
+/// Compute for one microbatch on the slowest stage: the last, which also runs the logits, or,
+/// when an uneven split gives the last stage fewer layers, the stage with the most.
+StageCompute slowest_stage_compute(const Model& m, const JobSpec& j, const Plan& p,
+                                   const Calibration& cal, const GpuSpec& gpu) {
+  const StageLayers split = split_of(p, m.spec.layers);
+  StageCompute work = stage_compute(m, j, p, cal, gpu, static_cast<double>(split.last));
+  const auto others = static_cast<double>(std::max(split.first, split.middle));
+  if (p[Dim::pp] > 1 && others > static_cast<double>(split.last)) {
+    StageCompute body = stage_compute(m, j, p, cal, gpu, others);
+    const StageCompute logits = stage_compute(m, j, p, cal, gpu, 0);
+    body.matmul -= logits.matmul;
+    body.elementwise -= logits.elementwise;
+    if (body.matmul + body.elementwise > work.matmul + work.elementwise) work = body;
+  }
+  return work;
+}
+
+}  // namespace
+
 PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
                  const Calibration& cal) {
   PlanCore core;
@@ -339,8 +360,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.microbatches =
       static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
 
-  // Compute for one microbatch on the slowest stage (the last: it also runs the logits).
-  const StageCompute work = stage_compute(m, j, p, cal, c.gpu(), core.layers_per_stage);
+  const StageCompute work = slowest_stage_compute(m, j, p, cal, c.gpu());
   core.t_matmul = work.matmul;
   core.t_elementwise = work.elementwise;
   core.t_attention_fwd = work.attention_fwd;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "topoplan/cost_dims.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
 
@@ -334,4 +335,31 @@ TEST_CASE("the evaluation names each ring's NCCL protocol, and none for other al
   CHECK(good.protocols[Dim::pp] == Protocol::none);
   CHECK(collective_name(good.algorithms[Dim::dp], good.protocols[Dim::dp]) == "ring Simple");
   CHECK(collective_name(Algorithm::nvls, Protocol::none) == "nvls");
+}
+
+TEST_CASE("the slowest stage: the last runs the logits, unless an uneven split leaves it lighter") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  const Calibration cal;
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 16;
+  auto matmul = [&](const Model& m, const Plan& p, double layers) {
+    return stage_compute(m, j, p, cal, c.gpu(), layers).matmul;
+  };
+  // Llama 3.1 405B, TP 8 x PP 16: 126 layers as 7 / 8 x 14 / 7. The logits (a 128,256-entry
+  // vocabulary) weigh less than a layer, so the middle stages' 8 layers set the pace, not the
+  // last stage's 7 plus the logits.
+  const Model big = test::preset_model("llama3.1-405b");
+  const Plan p = plan(8, 16, 1);
+  const Evaluation e = eval(c, big, j, p);
+  const double logits = matmul(big, p, 0);
+  REQUIRE(matmul(big, p, 8) - logits > matmul(big, p, 7));
+  CHECK(e.compute.matmul == Approx(e.microbatches * (matmul(big, p, 8) - logits)));
+  // A small model with the same vocabulary: the logits outweigh several layers, and the last
+  // stage is the slowest even with one layer fewer (9 layers as 1 / 3 x 2 / 2 on 4 stages).
+  const Model small(test::dense_spec("small", 1024, 9, 8, 4096, 128256, true));
+  const Plan q = plan(8, 4, 4);
+  const Evaluation f = eval(c, small, j, q);
+  REQUIRE(matmul(small, q, 2) > matmul(small, q, 3) - matmul(small, q, 0));
+  CHECK(f.compute.matmul == Approx(f.microbatches * matmul(small, q, 2)));
 }
