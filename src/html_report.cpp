@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "detail/markup.hpp"
+#include "detail/report_json.hpp"
 #include "topoplan/cluster_svg.hpp"
 #include "topoplan/collectives.hpp"
 #include "topoplan/report.hpp"
@@ -49,7 +50,7 @@ std::string plan_line(const Plan& p) {
 }
 
 std::string summary(const RunContext& ctx, const Plan& p, const Evaluation& e) {
-  return fmt::format(
+  std::string out = fmt::format(
       "<p>{}</p>\n<p>plan: {}</p>\n<p class=\"summary\">step time <b>{:.3f} s</b>, {:.0f} "
       "tokens/s, {:.1f} model TFLOP/s per GPU, MFU <b>{:.1f}%</b>; memory {:.1f} of {:.1f} GiB "
       "per GPU: <span class=\"{}\">{}</span></p>\n",
@@ -57,6 +58,9 @@ std::string summary(const RunContext& ctx, const Plan& p, const Evaluation& e) {
       units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu, units::to_GiB(e.memory.total()),
       units::to_GiB(ctx.cluster.gpu().memory_bytes), e.fits ? "pass" : "fail",
       e.fits ? "fits" : "does not fit");
+  out +=
+      fmt::format("<p class=\"note\">{}</p>\n", esc(detail::accuracy_line(detail::band_for(ctx))));
+  return out;
 }
 
 /// The step's parts as one stacked bar and a table; the parts add up to the step time.

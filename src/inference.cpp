@@ -80,6 +80,18 @@ struct Serving {
     best.time += collective_overhead;
     return best;
   }
+  /// Of the routed experts' weights, the share `n_tokens` tokens activate (top_k experts each).
+  [[nodiscard]] double expert_read_fraction(double n_tokens) const {
+    if (!m.spec.moe()) return 1.0;
+    return std::min(
+        1.0, n_tokens * static_cast<double>(m.spec.top_k) / static_cast<double>(m.spec.experts));
+  }
+  /// Bytes of weights `n_layers` layers read per GPU (dense split over tp, experts over tp x ep,
+  /// a `fraction` of them), plus the output layer's.
+  [[nodiscard]] double weights_read(double n_layers, double fraction) const {
+    return n_layers * (dense_layer / tp + fraction * expert_layer / (tp * ep)) * w_bytes +
+           head_weights;
+  }
   [[nodiscard]] double hop(double bytes) const {
     return pp > 1 ? send_recv(fab, pp_shape.span_tier, bytes).time : 0.0;
   }
@@ -126,9 +138,9 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
 }
 
 /// Prefill: the whole batch's prompts through every stage in turn. Each weight matrix is read
-/// from HBM at least once per forward pass: a short prompt's multiplies (M = its tokens) are
-/// bound by that read, not by the tensor cores (the roofline; an 8-bit weight does 2 M FLOPs per
-/// byte read, below the H100's FP8 ridge of ~590 at M = 128).
+/// from HBM at least once per forward pass: a short prompt's multiplies (M = its tokens, 2 M
+/// FLOPs per weight read) are bound by that read, not by the tensor cores (the roofline; at the
+/// calibrated rates, prompts under about 115 tokens in FP8 and 165 in bf16 on an H100).
 PrefillBreakdown prefill(const Serving& s) {
   const auto& k = s.m.counts;
   const double n_min = std::min({k.q_dim / s.tp, k.min_ffn / s.tp, s.tokens});
@@ -137,15 +149,7 @@ PrefillBreakdown prefill(const Serving& s) {
   // causal attention: a prompt token sees prompt/2 keys on average
   const double attention_flops =
       s.tokens * s.layers * k.layer_attention_flops_per_seq * s.prompt / 2 / s.tp;
-  double expert_read_fraction = 1.0;
-  if (s.m.spec.moe())
-    expert_read_fraction = std::min(1.0, s.tokens * static_cast<double>(s.m.spec.top_k) /
-                                             static_cast<double>(s.m.spec.experts));
-  const double weight_read =
-      (s.layers * (s.dense_layer / s.tp + expert_read_fraction * s.expert_layer / (s.tp * s.ep)) *
-           s.w_bytes +
-       s.head_weights) /
-      s.hbm;
+  const double weight_read = s.weights_read(s.layers, s.expert_read_fraction(s.tokens)) / s.hbm;
   const double elem = s.tokens * s.layers *
                       (s.cal.elementwise_hidden_passes * s.h +
                        (s.m.spec.gated_mlp ? 3.0 : 2.0) * k.active_ffn / s.tp) *
@@ -167,15 +171,7 @@ void decode(const Serving& s, InferenceEval& e) {
   const double context = s.prompt + static_cast<double>(s.j.output_len) / 2.0;
   // Read per step: dense weights, and of the experts only those the step's tokens activate (the
   // EP group serves ep micro-batches; each token picks top_k experts).
-  double expert_read_fraction = 1.0;
-  if (s.m.spec.moe())
-    expert_read_fraction = std::min(1.0, s.ep * s.micro * static_cast<double>(s.m.spec.top_k) /
-                                             static_cast<double>(s.m.spec.experts));
-  const double stage_read =
-      s.stage_layers *
-          (s.dense_layer / s.tp + expert_read_fraction * s.expert_layer / (s.tp * s.ep)) *
-          s.w_bytes +
-      s.head_weights;
+  const double stage_read = s.weights_read(s.stage_layers, s.expert_read_fraction(s.ep * s.micro));
   const double stage_kv = s.micro * context * s.stage_layers * s.kv_token_layer;
   const double stage_flops =
       s.micro *
