@@ -247,6 +247,8 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   StageCompute out;
   out.attention_fwd = tokens * w.attention_fwd_s;
   out.linear_fwd = tokens * w.linear_fwd_s;
+  out.logits_matmul = tokens * w.logits_matmul_s;
+  out.logits_elementwise = tokens * w.logits_elementwise_s;
   const double again = recomputed_layers(p, layers);
   if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
     Plan kept = p;
@@ -334,9 +336,9 @@ StageCompute slowest_stage_compute(const Model& m, const JobSpec& j, const Plan&
   const auto others = static_cast<double>(std::max(split.first, split.middle));
   if (p[Dim::pp] > 1 && others > static_cast<double>(split.last)) {
     StageCompute body = stage_compute(m, j, p, cal, gpu, others);
-    const StageCompute logits = stage_compute(m, j, p, cal, gpu, 0);
-    body.matmul -= logits.matmul;
-    body.elementwise -= logits.elementwise;
+    body.matmul -= body.logits_matmul;
+    body.elementwise -= body.logits_elementwise;
+    body.logits_matmul = body.logits_elementwise = 0;
     if (body.matmul + body.elementwise > work.matmul + work.elementwise) work = body;
   }
   return work;

@@ -25,6 +25,8 @@ struct StageCompute {
   double elementwise = 0;
   double attention_fwd = 0;  ///< one layer's attention core, forward (what CP hides behind)
   double linear_fwd = 0;     ///< one layer's linear layers, forward (what TP overlap hides behind)
+  /// The logits' share of matmul and elementwise (every stage_compute includes the logits).
+  double logits_matmul = 0, logits_elementwise = 0;
 };
 /// A layer's forward matmul seconds split by the TP collective each overlaps with (QKV,
 /// attention output, MLP input, MLP output), in proportion to their FLOPs.
