@@ -4,9 +4,7 @@
 # crash, leak, timeout or sanitizer report fails. Needs clang and libclang-rt-14-dev (installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
-fi
+source cmake/need-clang.sh
 seconds=${FUZZ_SECONDS:-20}
 parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml slurm)
 # FUZZ_BUILD_DIR: a build configured with -DTOPOPLAN_FUZZ=ON already (cmake/sanitize.sh's

@@ -8,10 +8,7 @@
 # libclang-rt-14-dev (installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
-fi
+source cmake/need-clang.sh
 # -O1 with line tables only: about as quick to build as -O0, twice as quick to run the suite, and
 # the reports still name the function, file and line.
 CXX=clang++ CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \

@@ -31,10 +31,9 @@ AccuracyBand measure(const Regime& want) {
     for (const auto& r : rows)
       if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.fp8 == want.fp8))
         picked.push_back(r);
-    out.basis = level == 2   ? fmt::format("{}", to_string(want.kind))
-                : level == 1 ? fmt::format("{}, {}", to_string(want.kind), to_string(want.arch))
-                             : fmt::format("{}, {}, {}", to_string(want.kind), to_string(want.arch),
-                                           want.fp8 ? "fp8" : "16-bit");
+    out.basis = to_string(want.kind);
+    if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
+    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, want.fp8 ? "fp8" : "16-bit");
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;
   }

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_input.hpp"
+#include "detail/names.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/inference.hpp"
 #include "topoplan/presets.hpp"
@@ -148,14 +150,11 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
 
 }  // namespace
 
-const char* to_string(RunKind k) {
-  switch (k) {
-    case RunKind::training: return "training";
-    case RunKind::inference: return "inference";
-    case RunKind::collective: return "collective";
-  }
-  return "training";
-}
+namespace {
+constexpr std::array<const char*, 3> kRunKindNames{"training", "inference", "collective"};
+}  // namespace
+
+const char* to_string(RunKind k) { return detail::name_of(kRunKindNames, k); }
 
 std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only) {
   if (!fit_rows_only) return run_calibration_where(cal, RowFilter{});
