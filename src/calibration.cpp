@@ -83,6 +83,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"attention_efficiency_fa2.blackwell", &c.attention_efficiency_fa2[2], 1, "fraction of dense peak", "no calibration run here: as hopper"},
       {"gemm_half_dim", &c.gemm_half_dim, 1, "matrix dimension", "estimate: tile quantisation makes small per-GPU matrices (high TP) slower"},
       {"hbm_efficiency", &c.hbm_efficiency, 1, "fraction of HBM bandwidth", "estimate: element-wise kernels reach ~80% of HBM bandwidth"},
+      {"host_link_efficiency", &c.host_link_efficiency, 1, "fraction of host link bandwidth", "estimate, as link.pcie.bw_fraction: activation offloading's copies over PCIe or NVLink-C2C"},
       {"elementwise_hidden_passes", &c.elementwise_hidden_passes, 1, "elements per h per token", "2 layer norms (read + write) and 2 fused bias-dropout-residual adds, forward: counted 8-11, fitted 8 with the GEMM efficiencies on the calibration runs"},
       {"eager_elementwise_hidden_passes", &c.eager_elementwise_hidden_passes, 1, "elements per h per token", "--eager: counted from torchtitan's Llama block: 2 RMSNorms as 6 kernels (18 each, fp32 as 2), 2 residual adds (3 each), the attention output's transpose copy (2)"},
       {"eager_elementwise_qkv_passes", &c.eager_elementwise_qkv_passes, 1, "elements per (q_dim + kv_dim) per token", "--eager: counted: rotary embeddings in fp32 complex arithmetic (10), K/V head repetition (2)"},

@@ -105,6 +105,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.overlap_p2p = jc.boolean_or("overlap_p2p", st.overlap_p2p);
   j.flexible_pipeline_layout =
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
+  j.activation_offload =
+      jc.boolean_or("activation_offload", jc.has("stack") && st.activation_offload);
   validate(j, c.gpu());
   auto pc = r.at("plan");
   SearchOptions opt;
@@ -144,8 +146,12 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
     out.predicted =
         tokens * hardware_flops_per_token(m, static_cast<double>(j.seq_len), best->plan.recompute) /
         e.step_time / gpus / 1e12;
-  out.note = fmt::format("micro-batch {}, vpp {}{}", best->plan.micro_batch, best->plan.vpp,
-                         e.fits ? "" : ", DOES NOT FIT in memory");
+  out.note =
+      fmt::format("micro-batch {}, vpp {}{}{}", best->plan.micro_batch, best->plan.vpp,
+                  best->plan.offload_layers > 0
+                      ? fmt::format(", {} layers' activations offloaded", best->plan.offload_layers)
+                      : "",
+                  e.fits ? "" : ", DOES NOT FIT in memory");
 }
 
 }  // namespace

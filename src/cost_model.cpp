@@ -285,11 +285,13 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);
   const double kept_act = layer_activation_bytes(m, j, p, Recompute::none);
   // A stage's activations per microbatch: recomputed layers keep their input only.
+  // Offloaded layers' activations live in host memory: each layer's copy completes while the
+  // next layer computes, so none of them stays on the GPU at the end of the forward.
   auto stage_act = [&](std::int64_t layers) {
     const double n = static_cast<double>(layers), again = recomputed_layers(p, n);
     if (p.recompute == Recompute::full && again < n)
       return again * layer_act + (n - again) * kept_act;
-    return layer_act * n;
+    return layer_act * std::max(0.0, n - static_cast<double>(p.offload_layers));
   };
   // One layer's full activations while recomputing it.
   const double working =
@@ -344,6 +346,22 @@ StageCompute slowest_stage_compute(const Model& m, const JobSpec& j, const Plan&
   return work;
 }
 
+/// One microbatch's activation offloading copies beyond the compute they overlap with: each
+/// offloaded layer's saved activations go to host memory while the next layer's forward runs,
+/// and come back while the layer after it runs its backward (twice the forward; offloading
+/// excludes recomputation). A copy longer than that compute shows.
+double offload_exposed(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
+                       const GpuSpec& gpu, const StageCompute& work) {
+  if (p.offload_layers <= 0 || gpu.host_link_bandwidth <= 0) return 0;
+  const double copy = layer_activation_bytes(m, j, p, Recompute::none) /
+                      (gpu.host_link_bandwidth * cal.host_link_efficiency);
+  const double layer =
+      (work.matmul - work.logits_matmul + work.elementwise - work.logits_elementwise) /
+      static_cast<double>(m.spec.layers);
+  const double fwd = layer / 3.0;
+  return p.offload_layers * (std::max(0.0, copy - fwd) + std::max(0.0, copy - 2.0 * fwd));
+}
+
 }  // namespace
 
 PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
@@ -365,6 +383,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const StageCompute work = slowest_stage_compute(m, j, p, cal, c.gpu());
   core.t_matmul = work.matmul;
   core.t_elementwise = work.elementwise;
+  core.offload_exposed = offload_exposed(m, j, p, cal, c.gpu(), work);
   core.t_attention_fwd = work.attention_fwd;
   core.tp_hide = tp_hide_times(m, work.linear_fwd);
 
@@ -464,6 +483,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.time.pp = pipe.exposed;
   e.time.dp = dp.exposed;
   e.time.optimizer = core.optimizer_time;
+  e.time.offload = mbs * core.offload_exposed;
   e.comm[Dim::tp] = mbs * tp.total;
   e.comm[Dim::cp] = mbs * cp.total;
   e.comm[Dim::ep] = mbs * ep.comm.total;

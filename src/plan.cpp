@@ -107,6 +107,7 @@ std::int64_t layers_on_stage(const Plan& p, const StageLayers& split, int i) {
 std::string recompute_string(const Plan& p) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)
     return fmt::format("block {}", p.recompute_layers);
+  if (p.offload_layers > 0) return fmt::format("offload {}", p.offload_layers);
   return to_string(p.recompute);
 }
 

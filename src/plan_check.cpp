@@ -53,6 +53,11 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (p.vpp > 1 &&
       (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) % p[Dim::pp] != 0)
     return PlanError::vpp_microbatches;
+  if (p.offload_layers < 0 ||
+      (p.offload_layers > 0 &&
+       (p[Dim::pp] > 1 || p.recompute != Recompute::none || p.offload_layers >= m.spec.layers ||
+        c.gpu().host_link_bandwidth <= 0)))
+    return PlanError::offload;
   return PlanError::none;
 }
 
@@ -75,6 +80,7 @@ const char* short_reason(PlanError e) {
     case PlanError::ep_order: return "order gives experts other pipeline groups";
     case PlanError::gpus: return "more GPUs than the cluster has";
     case PlanError::placement: return "TP groups do not fit whole on the usable GPUs";
+    case PlanError::offload: return "activation offloading not possible";
   }
   return "?";
 }
@@ -94,6 +100,38 @@ std::string describe_gpus(PlanError e, const Cluster& c, const JobSpec& j, const
   return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
 }
 
+/// The degrees' product against the GPUs planned.
+std::string describe_world(const Cluster& c, const JobSpec& j, const Plan& p) {
+  const int tp = p[Dim::tp];
+  if (p[Dim::cp] > 1)
+    return fmt::format("tp/cp/pp/dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
+                       p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
+                       j.gpus > 0 ? j.gpus : c.gpu_count());
+  return fmt::format("tp/pp/dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp], p[Dim::dp],
+                     p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
+                     j.gpus > 0 ? j.gpus : c.gpu_count());
+}
+
+/// Megatron-core's rules for --cpu-offloading-num-layers, and the host link it copies over.
+std::string describe_offload(const Cluster& c, const Model& m, const Plan& p) {
+  const std::string head = fmt::format("offload_layers: {}", p.offload_layers);
+  if (p.offload_layers < 0) return head + " is negative";
+  if (p[Dim::pp] > 1)
+    return fmt::format(
+        "{} needs pp 1 (Megatron-core offloads only without pipeline parallelism), "
+        "got pp {}",
+        head, p[Dim::pp]);
+  if (p.recompute != Recompute::none)
+    return fmt::format(
+        "{} needs recompute none (Megatron-core offloads only without "
+        "recomputation), got {}",
+        head, to_string(p.recompute));
+  if (p.offload_layers >= m.spec.layers)
+    return fmt::format("{}: expected fewer than {}'s {} layers", head, m.spec.name, m.spec.layers);
+  return fmt::format("{}: the {} has no host link (host_link_GBps in its GPU file)", head,
+                     c.gpu().name);
+}
+
 }  // namespace
 
 std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,
@@ -101,14 +139,7 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
   const int tp = p[Dim::tp];
   switch (e) {
     case PlanError::none: return "ok";
-    case PlanError::world_mismatch:
-      if (p[Dim::cp] > 1)
-        return fmt::format("tp/cp/pp/dp: {} x {} x {} x {} = {} GPUs, but {} are planned", tp,
-                           p[Dim::cp], p[Dim::pp], p[Dim::dp], p.world(),
-                           j.gpus > 0 ? j.gpus : c.gpu_count());
-      return fmt::format("tp/pp/dp: {} x {} x {} = {} GPUs, but {} {}", tp, p[Dim::pp], p[Dim::dp],
-                         p.world(), j.gpus > 0 ? "gpus is" : "the cluster has",
-                         j.gpus > 0 ? j.gpus : c.gpu_count());
+    case PlanError::world_mismatch: return describe_world(c, j, p);
     case PlanError::gpus:
     case PlanError::placement: return describe_gpus(e, c, j, p);
     case PlanError::tp_heads:
@@ -173,6 +204,7 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
           "than dense layers (cp {}); Megatron-LM requires them equal",
           order_string(p.order), p[Dim::ep], p[Dim::cp]);
     case PlanError::zero_stage: return fmt::format("zero: expected 0, 1, 2 or 3, got {}", p.zero);
+    case PlanError::offload: return describe_offload(c, m, p);
   }
   return "?";
 }

@@ -310,7 +310,10 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
       "parallelism {}\n\n",
       degrees_string(p), p.micro_batch, p.vpp, order_string(p.order), e.microbatches, p.zero,
-      recompute_string(p), p.sequence_parallel ? "on" : "off");
+      p.offload_layers > 0
+          ? fmt::format("none ({} layers' activations offloaded to host memory)", p.offload_layers)
+          : recompute_string(p),
+      p.sequence_parallel ? "on" : "off");
   out += fmt::format(
       "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
       "{:.1f}%\n",
@@ -334,6 +337,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("pipeline bubble", e.time.bubble);
   row("dp communication", e.time.dp);
   row("optimizer step", e.time.optimizer);
+  if (p.offload_layers > 0) row("activation offload", e.time.offload);
   row("step time", e.time.total());
   out += "\ncommunication per dimension\n";
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<17} {:>10} {:>10}\n", "dim", "degree",
@@ -403,6 +407,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["zero"] = p.zero;
   j["recompute"] = to_string(p.recompute);
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
+  if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
   j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;
   std::string why = infeasible_reason(ctx, e);
@@ -418,6 +423,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
                     {"cp_exposed_s", sig(e.time.cp)},   {"ep_exposed_s", sig(e.time.ep)},
                     {"pp_exposed_s", sig(e.time.pp)},   {"bubble_s", sig(e.time.bubble)},
                     {"dp_exposed_s", sig(e.time.dp)},   {"optimizer_s", sig(e.time.optimizer)}};
+  if (p.offload_layers > 0) j["breakdown"]["offload_exposed_s"] = sig(e.time.offload);
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;

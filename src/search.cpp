@@ -33,6 +33,8 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
   if (a.plan.recompute != b.plan.recompute) return a.plan.recompute < b.plan.recompute;
   if (a.plan.recompute_layers != b.plan.recompute_layers)
     return a.plan.recompute_layers < b.plan.recompute_layers;
+  if (a.plan.offload_layers != b.plan.offload_layers)
+    return a.plan.offload_layers < b.plan.offload_layers;
   if (a.plan.sequence_parallel != b.plan.sequence_parallel) return !a.plan.sequence_parallel;
   const int pa = order_preference(a.plan), pb = order_preference(b.plan);
   if (pa != pb) return pa < pb;
@@ -80,6 +82,7 @@ bool equivalent(const Candidate& a, const Candidate& b) {
          a.plan.vpp == b.plan.vpp && a.plan.zero == b.plan.zero &&
          a.plan.recompute == b.plan.recompute &&
          a.plan.recompute_layers == b.plan.recompute_layers &&
+         a.plan.offload_layers == b.plan.offload_layers &&
          a.plan.sequence_parallel == b.plan.sequence_parallel &&
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
 }
@@ -228,30 +231,27 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
   return ch;
 }
 
-/// With full recomputation fitting, the fewest recomputed layers per stage that still fit, when
-/// fewer than all: Megatron-LM's block method, k layers in each of the stage's vpp model chunks
-/// (k x vpp per stage; the largest chunk has ceil(layers / vpp), so k runs up to one less), with
-/// its costed core. nullopt when recomputing every layer is the only way.
+/// A plan that trades time for memory by a count of layers (recomputed or offloaded), with its
+/// costed core.
 struct PartialRecompute {
   Plan plan;
   PlanCore core;
 };
-std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const Model& m,
-                                                         const JobSpec& j, const Plan& full,
-                                                         const Calibration& cal) {
-  const int stage = static_cast<int>(split_of(full, m.spec.layers).max());
-  const int per_chunk = (stage + full.vpp - 1) / full.vpp;  // layers in the largest chunk
-  if (per_chunk < 2 || (per_chunk - 1) * full.vpp >= stage) return std::nullopt;
+
+/// The least count in [1, most] for which `with(count)` fits, by bisection (fitting only gets
+/// easier as the count grows); nullopt when even `most` does not fit.
+template <class With>
+std::optional<PartialRecompute> least_that_fits(const Cluster& c, const Model& m, const JobSpec& j,
+                                                const Calibration& cal, int most, With with) {
   std::optional<PartialRecompute> found;  // the least count that fits so far, with its core
   auto fits = [&](int k) {
-    PartialRecompute t{full, {}};
-    t.plan.recompute_layers = k * full.vpp;
+    PartialRecompute t{with(k), {}};
     t.core = prepare(c, m, j, t.plan, cal);
     if (t.core.fits) found = t;
     return t.core.fits;
   };
-  if (!fits(per_chunk - 1)) return std::nullopt;
-  int lo = 1, hi = per_chunk - 1;  // fits(hi); find the least
+  if (most < 1 || !fits(most)) return std::nullopt;
+  int lo = 1, hi = most;  // fits(hi); find the least
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
     if (fits(mid))
@@ -260,6 +260,39 @@ std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const
       lo = mid + 1;
   }
   return found;  // the last count that fitted is hi == lo
+}
+
+/// With full recomputation fitting, the fewest recomputed layers per stage that still fit, when
+/// fewer than all: Megatron-LM's block method, k layers in each of the stage's vpp model chunks
+/// (k x vpp per stage; the largest chunk has ceil(layers / vpp), so k runs up to one less).
+/// nullopt when recomputing every layer is the only way.
+std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const Model& m,
+                                                         const JobSpec& j, const Plan& full,
+                                                         const Calibration& cal) {
+  const int stage = static_cast<int>(split_of(full, m.spec.layers).max());
+  const int per_chunk = (stage + full.vpp - 1) / full.vpp;  // layers in the largest chunk
+  if (per_chunk < 2 || (per_chunk - 1) * full.vpp >= stage) return std::nullopt;
+  return least_that_fits(c, m, j, cal, per_chunk - 1, [&](int k) {
+    Plan p = full;
+    p.recompute_layers = k * full.vpp;
+    return p;
+  });
+}
+
+/// Without recomputation not fitting: the fewest layers whose activations, offloaded to host
+/// memory, make it fit (Megatron-core offloads only with pp 1 and no recomputation, fewer than
+/// all layers). nullopt when offloading is off, impossible or not enough.
+std::optional<PartialRecompute> fewest_offloaded_layers(const Cluster& c, const Model& m,
+                                                        const JobSpec& j, const Plan& base,
+                                                        const Calibration& cal) {
+  if (!j.activation_offload || c.gpu().host_link_bandwidth <= 0 || base[Dim::pp] != 1 ||
+      base.recompute != Recompute::none)
+    return std::nullopt;
+  return least_that_fits(c, m, j, cal, static_cast<int>(m.spec.layers) - 1, [&](int k) {
+    Plan p = base;
+    p.offload_layers = k;
+    return p;
+  });
 }
 
 /// Costs every choice for one set of degrees: the order-independent core once per choice, each
@@ -290,7 +323,22 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               out.reject(err);
               continue;
             }
+            auto cost_orders = [&](const Plan& plan, const PlanCore& pc) {
+              for (std::size_t o = 0; o < orders.size(); ++o) {
+                cand.plan = plan;
+                cand.plan.order = orders[o];
+                cand.eval = finish(pc, shapes[o], fab, c, j, cand.plan, cal);
+                ++out.evaluated;
+                top.offer(cand);
+              }
+            };
             const PlanCore core = prepare(c, m, j, base, cal);
+            if (!core.fits && rc == Recompute::none) {
+              if (const auto off = fewest_offloaded_layers(c, m, j, base, cal)) {
+                cost_orders(off->plan, off->core);
+                continue;  // a larger micro-batch may fit with more layers offloaded
+              }
+            }
             if (!core.fits) {
               const std::int64_t skipped =
                   static_cast<std::int64_t>(orders.size()) *
@@ -306,15 +354,6 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               }
               break;
             }
-            auto cost_orders = [&](const Plan& plan, const PlanCore& pc) {
-              for (std::size_t o = 0; o < orders.size(); ++o) {
-                cand.plan = plan;
-                cand.plan.order = orders[o];
-                cand.eval = finish(pc, shapes[o], fab, c, j, cand.plan, cal);
-                ++out.evaluated;
-                top.offer(cand);
-              }
-            };
             cost_orders(base, core);
             if (rc != Recompute::full || opt.recompute) continue;  // fixed: every layer
             // Recompute only as many layers as memory needs.

@@ -73,6 +73,7 @@ void add_searched(const Cluster& c, const Model& m, const JobSpec& j, const Cali
              o.plan.vpp == cand.plan.vpp && o.plan.order == cand.plan.order &&
              o.plan.zero == cand.plan.zero && o.plan.recompute == cand.plan.recompute &&
              o.plan.recompute_layers == cand.plan.recompute_layers &&
+             o.plan.offload_layers == cand.plan.offload_layers &&
              o.plan.sequence_parallel == cand.plan.sequence_parallel;
     });
     if (!seen) pool.push_back(std::move(cand));

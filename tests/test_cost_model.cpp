@@ -4,6 +4,7 @@
 #include "topoplan/cost_dims.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/search.hpp"
 
 using namespace topoplan;
 
@@ -362,4 +363,117 @@ TEST_CASE("the slowest stage: the last runs the logits, unless an uneven split l
   const Evaluation f = eval(c, small, j, q);
   REQUIRE(matmul(small, q, 2) > matmul(small, q, 3) - matmul(small, q, 0));
   CHECK(f.compute.matmul == Approx(f.microbatches * matmul(small, q, 2)));
+}
+
+namespace {
+
+/// Llama 3 70B, FP8, FSDP over 64 GB200 at micro-batch 2: Megatron-Bridge's benchmark setting
+/// (perf_recipes/llama/gb200/llama3.py), which offloads 40 layers' activations.
+struct OffloadCase {
+  Cluster c = [] {
+    ClusterSpec s = load_cluster("gb200-nvl72", "test");
+    return Cluster(s, "gb200-nvl72");
+  }();
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j = [] {
+    JobSpec x;
+    x.seq_len = 8192;
+    x.global_batch = 256;
+    x.dtype = Dtype::fp8;
+    x.grad_reduce_bf16 = true;  // the recipes' grad_reduce_in_fp32 = False
+    x.gpus = 64;
+    return x;
+  }();
+  Plan p = [] {
+    Plan x = test::plan(1, 1, 64);
+    x.zero = 3;
+    x.micro_batch = 2;
+    return x;
+  }();
+};
+
+}  // namespace
+
+TEST_CASE("activation offloading frees the offloaded layers' activations for host-link copies") {
+  OffloadCase k;
+  const Evaluation kept = eval(k.c, k.m, k.j, k.p);
+  Plan off = k.p;
+  off.offload_layers = 40;
+  const Evaluation e = eval(k.c, k.m, k.j, off);
+  // Half the 80 layers' activations leave the GPU; the rest of memory is unchanged.
+  CHECK(e.memory.activations == Approx(kept.memory.activations / 2));
+  CHECK(e.memory.total() - e.memory.activations ==
+        Approx(kept.memory.total() - kept.memory.activations));
+  CHECK_FALSE(kept.fits);
+  CHECK(e.fits);
+  // Each copy of a layer's activations (16,384 tokens) at 225 GB/s x 0.8 outlasts the next
+  // layer's forward but not its backward: the forward's excess shows, once per offloaded layer.
+  const double bytes = kept.memory.activations / 80;
+  const double copy = bytes / (225e9 * 0.8);
+  const double fwd = kept.time.compute / 2 / 80 / 3;  // per microbatch and layer, at most
+  CHECK(copy > fwd);
+  CHECK(e.time.offload > 0);
+  CHECK(e.time.offload < 2 * 40 * copy);  // the backward's copies hide
+  CHECK(e.time.compute == Approx(kept.time.compute));
+  CHECK(e.step_time == Approx(kept.step_time + e.time.offload));
+  CHECK(e.time.total() == Approx(e.step_time));
+}
+
+TEST_CASE("activation offloading follows Megatron-core's rules and needs a host link") {
+  OffloadCase k;
+  Plan p = k.p;
+  p.offload_layers = 80;  // every layer: Megatron-core allows fewer than the model's
+  CHECK(check_plan(k.c, k.m, k.j, p) == PlanError::offload);
+  CHECK(describe(PlanError::offload, k.c, k.m, k.j, p) ==
+        "offload_layers: 80: expected fewer than llama3-70b's 80 layers");
+  p.offload_layers = 40;
+  p.recompute = Recompute::full;
+  CHECK(check_plan(k.c, k.m, k.j, p) == PlanError::offload);
+  p.recompute = Recompute::none;
+  p[Dim::pp] = 2;
+  p[Dim::dp] = 32;
+  CHECK(check_plan(k.c, k.m, k.j, p) == PlanError::offload);
+  CHECK(
+      describe(PlanError::offload, k.c, k.m, k.j, p).starts_with("offload_layers: 40 needs pp 1"));
+  // A GPU file without host_link_GBps: nothing to copy over.
+  ClusterSpec s = load_cluster("gb200-nvl72", "test");
+  s.gpu.host_link_bandwidth = 0;
+  const Cluster no_link(s, "no-link");
+  CHECK(check_plan(no_link, k.m, k.j, k.p) == PlanError::none);
+  Plan q = k.p;
+  q.offload_layers = 40;
+  CHECK(check_plan(no_link, k.m, k.j, q) == PlanError::offload);
+}
+
+TEST_CASE("the search offloads the fewest layers that fit where recomputing would cost more") {
+  OffloadCase k;
+  SearchOptions o;
+  o.fixed[Dim::tp] = 1;
+  o.fixed[Dim::cp] = 1;
+  o.fixed[Dim::ep] = 1;
+  o.fixed[Dim::pp] = 1;
+  o.fixed[Dim::dp] = 64;
+  o.micro_batch = 2;
+  o.zero = 3;
+  o.top_k = 3;
+  const SearchResult r = search(k.c, k.m, k.j, Calibration{}, o);
+  REQUIRE(!r.top.empty());
+  const Candidate& best = r.top.front();
+  CHECK(best.eval.fits);
+  CHECK(best.plan.recompute == Recompute::none);
+  REQUIRE(best.plan.offload_layers > 0);
+  // One layer fewer does not fit.
+  Plan fewer = best.plan;
+  --fewer.offload_layers;
+  CHECK_FALSE(prepare(k.c, k.m, k.j, fewer, Calibration{}).fits);
+  // Recomputing instead (the fastest that fits) is slower.
+  for (const Candidate& other : r.top)
+    if (other.plan.offload_layers == 0) CHECK(other.eval.step_time > best.eval.step_time);
+  // Off when the job says so (--no-activation-offload, or a stack without it).
+  JobSpec no = k.j;
+  no.activation_offload = false;
+  const SearchResult r2 = search(k.c, k.m, no, Calibration{}, o);
+  REQUIRE(!r2.top.empty());
+  CHECK(r2.top.front().plan.offload_layers == 0);
+  CHECK(r2.top.front().eval.step_time > best.eval.step_time);
 }

@@ -371,3 +371,27 @@ TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and 
   CHECK_THAT(export_megatron_args(ExportContext{plain, p, map, t, ExportOptions{}}),
              !Catch::Contains("--grad-reduce-in-bf16"));
 }
+
+TEST_CASE("Megatron-LM: activation offloading is written as --cpu-offloading and read back") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  Plan p = make(1, 1, 1, 32, 1, kDefaultOrder);
+  p.offload_layers = 12;
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  CHECK_THAT(text, Catch::Contains("--cpu-offloading --cpu-offloading-num-layers 12"));
+  const ImportedPlan back =
+      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  Plan q = back.plan;
+  apply_layer_choices(back, m.spec.layers, q);
+  CHECK(q.offload_layers == 12);
+  // The layer count alone does not offload: Megatron-core needs --cpu-offloading too.
+  const ImportedPlan count_only =
+      parse_megatron_args("--tensor-model-parallel-size 1 --cpu-offloading-num-layers 12", "args");
+  Plan r = count_only.plan;
+  apply_layer_choices(count_only, m.spec.layers, r);
+  CHECK(r.offload_layers == 0);
+}

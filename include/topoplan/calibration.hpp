@@ -35,6 +35,8 @@ struct Calibration {
   double gemm_half_dim = 64;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
+  /// Achieved fraction of the host link's bandwidth for activation offloading copies.
+  double host_link_efficiency = 0.80;
   /// Element-wise traffic per token per layer, forward, in elements per unit of hidden size:
   /// two norms and two fused bias-dropout-residual adds.
   double elementwise_hidden_passes = 8;

@@ -25,8 +25,11 @@ struct TimeBreakdown {
   double bubble = 0;     ///< pipeline fill and drain: (pp-1)/vpp x one microbatch's time
   double dp = 0;         ///< exposed data-parallel gradient reduction and parameter gather
   double optimizer = 0;  ///< the optimizer step (HBM-bound)
+  /// Activation offloading's copies to and from host memory beyond the layer compute they
+  /// overlap with (Plan::offload_layers).
+  double offload = 0;
   [[nodiscard]] double total() const {
-    return compute + tp + cp + ep + pp + bubble + dp + optimizer;
+    return compute + tp + cp + ep + pp + bubble + dp + optimizer + offload;
   }
 };
 
@@ -104,6 +107,7 @@ struct PlanCore {
   double dense_grad_bytes = 0, expert_grad_bytes = 0;    ///< per GPU
   double dense_param_bytes = 0, expert_param_bytes = 0;  ///< per GPU, for the ZeRO all-gathers
   double optimizer_time = 0;
+  double offload_exposed = 0;  ///< one microbatch's offload copies not hidden by layer compute
   MemoryBreakdown memory;
   bool fits = false;
   double model_flops = 0;  ///< per step

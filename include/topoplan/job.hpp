@@ -44,6 +44,9 @@ struct JobSpec {
   /// Interleaved pipeline stages need not hold a multiple of vpp layers (the stack has
   /// Megatron-core's --pipeline-model-parallel-layout); plans take it as Plan::flexible_layout.
   bool flexible_pipeline_layout = true;
+  /// The search may offload activations to host memory (Plan::offload_layers) where the GPU has a
+  /// host link; the stack has it (Megatron-core, NeMo).
+  bool activation_offload = true;
   int gpus = 0;                ///< GPUs to use (0: the whole cluster)
   double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };

@@ -54,6 +54,12 @@ struct Plan {
   /// activations (Megatron-LM's --recompute-method block --recompute-num-layers, which counts per
   /// model chunk: this is that times vpp); 0: every layer.
   int recompute_layers = 0;
+  /// Activation offloading (Megatron-core's --cpu-offloading --cpu-offloading-num-layers,
+  /// Transformer Engine's CPU offload): the activations the first this-many layers save for the
+  /// backward are copied to host memory during the forward and back before the backward needs them.
+  /// 0: none. Megatron-core allows it only without pipeline parallelism or recomputation
+  /// (plan_check.hpp).
+  int offload_layers = 0;
   /// An explicit uneven split: layers on the first and on the last pipeline stage (0: the
   /// default split, pipeline_split). The middle stages share the rest equally.
   std::int64_t first_stage_layers = 0;

@@ -31,6 +31,8 @@ enum class PlanError : unsigned char {
   ep_order,          ///< expert and dense layers would get different pipeline groups
   gpus,              ///< more GPUs than the cluster has
   placement,         ///< GPUs are down: the TP groups do not fit whole on the usable GPUs
+  offload,           ///< activation offloading with pp > 1 or recomputation, of every layer, or
+                     ///< on a GPU without a host link (Megatron-core's rules)
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,

@@ -21,6 +21,9 @@ struct SoftwareStack {
   /// Interleaved stages whose layers are not a multiple of vpp (Megatron-core's
   /// --pipeline-model-parallel-layout).
   bool flexible_pipeline_layout;
+  /// Activation offloading to host memory (Transformer Engine's CPU offload, which Megatron-core
+  /// and NeMo expose): the search may offload layers instead of recomputing them.
+  bool activation_offload;
 };
 
 /// The stacks, in the order the README lists them; the first is the default.

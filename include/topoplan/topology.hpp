@@ -29,7 +29,10 @@ struct GpuSpec {
   double peak_flops_fp8 = 0;  ///< dense FP8 FLOP/s, 0 if unsupported
   double memory_bytes = 0;    ///< HBM capacity
   double hbm_bandwidth = 0;   ///< HBM bytes/s
-  std::string source;         ///< citation for the figures
+  /// Host (CPU memory) link, bytes/s per GPU per direction: what activation offloading copies
+  /// over (PCIe, or NVLink-C2C on a Grace superchip); 0 if not given (no offloading).
+  double host_link_bandwidth = 0;
+  std::string source;  ///< citation for the figures
 };
 
 /// One tier of the network. Tier 0 is the server (NVLink/NVSwitch); tier k > 0 joins `fanout`

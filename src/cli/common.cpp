@@ -53,6 +53,7 @@ void require_positive_counts(CLI::App& cmd) {
                                               "--max-ep",
                                               "--threads",
                                               "--recompute-layers",
+                                              "--offload-layers",
                                               "--first-stage-layers",
                                               "--last-stage-layers"};
   for (const char* flag : kTokenFlags)
@@ -133,6 +134,9 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "DP gradient reduction after the backward pass, not during it");
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
                "PP sends wait on the critical path (Megatron without --overlap-p2p-communication)");
+  cmd.add_flag("--no-activation-offload", o.no_activation_offload,
+               "the search does not offload activations to host memory (the megatron-core and "
+               "nemo stacks may, on GPUs with a host link, where it beats recomputation)");
   cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
   cmd.add_option("--exclude", o.exclude,
                  "GPUs that are down: SERVER or SERVER:GPU, comma-separated (SERVER a host name "
@@ -178,6 +182,10 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--recompute-layers", o.recompute_layers,
                  "with --recompute full: recompute only this many layers per pipeline stage "
                  "(Megatron-LM's block method; default: all)");
+  cmd.add_option("--offload-layers", o.offload_layers,
+                 "offload the activations of this many layers to host memory instead of keeping "
+                 "them (Megatron-core's --cpu-offloading --cpu-offloading-num-layers; pp 1, "
+                 "recompute none, a GPU with host_link_GBps)");
   cmd.add_option("--first-stage-layers", o.first_stage_layers,
                  "layers on the first pipeline stage (Megatron-LM's "
                  "--decoder-first-pipeline-num-layers; default: the uneven split topoplan picks)");
@@ -301,6 +309,8 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
+  job.activation_offload =
+      pick("--no-activation-offload", false, std::nullopt, st.activation_offload);
   job.flexible_pipeline_layout = st.flexible_pipeline_layout;
   job.gpus = o.gpus;
   if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))
@@ -346,6 +356,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--eager",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",
+                                                  "--no-activation-offload",
                                                   "--gpus",
                                                   "--memory-headroom",
                                                   "--stack",
@@ -355,6 +366,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--zero",
                                                   "--recompute",
                                                   "--recompute-layers",
+                                                  "--offload-layers",
                                                   "--sequence-parallel",
                                                   "--no-sequence-parallel",
                                                   "--first-stage-layers",

@@ -46,6 +46,7 @@ struct InputOptions {
   bool eager = false;
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
+  bool no_activation_offload = false;
   std::string calibration;  ///< --calibration FILE
   std::string stack;        ///< --stack NAME (empty: megatron-core)
   int gpus = 0;             ///< --gpus: use this many GPUs (0: all)
@@ -74,6 +75,7 @@ struct PlanOptions {
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;            ///< 0: the default split
   std::string stage_layers;  ///< --stage-layers 12,12,28,28 (empty: not given)
   int recompute_layers = 0;  ///< with --recompute full: layers per stage (0: all)
+  int offload_layers = 0;    ///< --offload-layers: activation offloading (0: none)
   std::string order;
   ChoiceOptions choice;
   std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks

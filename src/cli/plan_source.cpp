@@ -17,7 +17,7 @@ bool any_plan_flag(const PlanOptions& po) {
   return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
          !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
          po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers ||
-         !po.stage_layers.empty() || po.recompute_layers;
+         !po.stage_layers.empty() || po.recompute_layers || po.offload_layers;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -69,29 +69,37 @@ Plan plan_from_flags(const PlanOptions& po) {
     throw_input("--recompute-layers", "",
                 "expected a positive number of layers, with --recompute full");
   p.recompute_layers = po.recompute_layers;
+  p.offload_layers = po.offload_layers;
   p.first_stage_layers = po.first_stage_layers;
   p.last_stage_layers = po.last_stage_layers;
   p.stage_layers = parse_stage_layers(po.stage_layers);
   return p;
 }
 
+/// The plan from --plan, --ranks or --megatron-args (at most one), named by `source`.
+std::optional<ImportedPlan> imported_plan(const PlanOptions& po, std::string& source) {
+  const int sources = !po.plan_file.empty() + !po.ranks_file.empty() + !po.megatron_args.empty();
+  if (sources > 1) throw_input("--plan/--ranks/--megatron-args", "", "give at most one of them");
+  if (!po.plan_file.empty()) {
+    source = po.plan_file;
+    return load_plan_file(source);
+  }
+  if (!po.ranks_file.empty()) {
+    source = po.ranks_file;
+    return load_ranks_file(source);
+  }
+  if (!po.megatron_args.empty()) {
+    source = "--megatron-args";
+    return parse_megatron_args(po.megatron_args, source);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
-  const int sources = !po.plan_file.empty() + !po.ranks_file.empty() + !po.megatron_args.empty();
-  if (sources > 1) throw_input("--plan/--ranks/--megatron-args", "", "give at most one of them");
-  std::optional<ImportedPlan> imp;
   std::string source;
-  if (!po.plan_file.empty()) {
-    source = po.plan_file;
-    imp = load_plan_file(source);
-  } else if (!po.ranks_file.empty()) {
-    source = po.ranks_file;
-    imp = load_ranks_file(source);
-  } else if (!po.megatron_args.empty()) {
-    source = "--megatron-args";
-    imp = parse_megatron_args(po.megatron_args, source);
-  }
+  const std::optional<ImportedPlan> imp = imported_plan(po, source);
   if (imp && any_plan_flag(po))
     throw_input(source, "",
                 "the plan comes from here: drop --tp/--pp/--dp/--cp/--ep/"
@@ -123,6 +131,11 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
                   fmt::format("{} does not divide the {} layers per pipeline rank",
                               *imp->layers_per_virtual_stage, per_rank));
     p.vpp = static_cast<int>(per_rank / *imp->layers_per_virtual_stage);
+  }
+  // A plan file made on part of the cluster (--gpus N) reads back on that part.
+  if (imp && dp_given && in.job.gpus == 0 && !down && p.world() < in.cluster.gpu_count()) {
+    in.job.gpus = static_cast<int>(p.world());
+    gpus = p.world();
   }
   if (!dp_given) {
     const std::int64_t rest = static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::pp];

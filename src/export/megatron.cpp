@@ -145,6 +145,8 @@ std::string export_megatron_args(const ExportContext& x) {
         p.recompute_layers / p.vpp);
   else if (p.recompute == Recompute::full)
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  if (p.offload_layers > 0)
+    args += fmt::format(" --cpu-offloading --cpu-offloading-num-layers {}", p.offload_layers);
   if (!order_flag.empty()) args += " " + order_flag;
   args += fmt::format(" {}",
                       megatron_model_args(x.run.model.spec, j.seq_len));  // GCC 12 warns on " " + s

@@ -157,16 +157,26 @@ Recompute recompute_granularity(const std::string& g, const std::string& source)
 
 }  // namespace
 
-ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
-  const std::vector<std::string> tok = tokenize(args, source);
+namespace {
+
+/// What Megatron-LM does when a flag is not given.
+ImportedPlan megatron_defaults() {
   ImportedPlan out;
   out.dp_given = false;
   out.plan.zero = 0;
-  out.overlap_grad_reduce = false;  // Megatron-LM's defaults
+  out.overlap_grad_reduce = false;
   out.tp_comm_overlap = false;
   out.ep_comm_overlap = false;
   out.grad_reduce_bf16 = false;
   out.overlap_p2p = false;
+  return out;
+}
+
+}  // namespace
+
+ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
+  const std::vector<std::string> tok = tokenize(args, source);
+  ImportedPlan out = megatron_defaults();
   bool saw_tp = false;
   auto value = [&](std::size_t& i) -> const std::string& {
     if (i + 1 >= tok.size() || tok[i + 1].rfind("--", 0) == 0)
@@ -222,6 +232,10 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.recompute_block = value(i) == "block";
     } else if (f == "--recompute-num-layers") {
       out.recompute_num_layers = positive(f, value(i), source);
+    } else if (f == "--cpu-offloading") {
+      out.cpu_offloading = true;
+    } else if (f == "--cpu-offloading-num-layers") {
+      out.cpu_offloading_num_layers = positive(f, value(i), source);
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8
       (void)value(i);
       out.dtype = Dtype::fp8;
@@ -286,6 +300,8 @@ void apply_layer_choices(const ImportedPlan& imp, std::int64_t layers, Plan& p) 
   if (!imp.layout.empty()) apply_layout(imp, layers, p);
   if (p.recompute == Recompute::full && imp.recompute_block && imp.recompute_num_layers)
     p.recompute_layers = *imp.recompute_num_layers * p.vpp;
+  if (imp.cpu_offloading && imp.cpu_offloading_num_layers)
+    p.offload_layers = *imp.cpu_offloading_num_layers;
   if (imp.layout.empty() && !imp.first_stage_layers && !imp.last_stage_layers) return;
   // Megatron-LM gives the stages without a count an equal share of the rest.
   const int pp = p[Dim::pp];

@@ -35,6 +35,7 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
         parse_recompute(c.string("recompute"), c.source() + ": " + c.path_of("recompute"));
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
   out.plan.recompute_layers = static_cast<int>(c.int_at_least_or("recompute_layers", 1, 0));
+  out.plan.offload_layers = static_cast<int>(c.int_at_least_or("offload_layers", 1, 0));
 }
 
 /// "cluster_spec" and "model_spec", kept as text with their location for the loaders.
@@ -74,6 +75,7 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "recompute",
                        "sequence_parallel",
                        "recompute_layers",
+                       "offload_layers",
                        "first_stage_layers",
                        "last_stage_layers",
                        "stage_layers",

@@ -34,8 +34,10 @@ struct ImportedPlan {
   /// --pipeline-model-parallel-layout: decoder layers per virtual stage, in Megatron's order
   /// (virtual stage c x pp + i is chunk c of pipeline rank i).
   std::vector<std::int64_t> layout;
-  bool recompute_block = false;             ///< Megatron --recompute-method block
-  std::optional<int> recompute_num_layers;  ///< per model chunk
+  bool recompute_block = false;                  ///< Megatron --recompute-method block
+  std::optional<int> recompute_num_layers;       ///< per model chunk
+  bool cpu_offloading = false;                   ///< Megatron --cpu-offloading
+  std::optional<int> cpu_offloading_num_layers;  ///< --cpu-offloading-num-layers
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
 };
 
