@@ -329,21 +329,33 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
 
 namespace {
 
-/// Compute for one microbatch on the slowest stage: the last, which also runs the logits, or,
-/// when an uneven split gives the last stage fewer layers, the stage with the most.
-StageCompute slowest_stage_compute(const Model& m, const JobSpec& j, const Plan& p,
+/// Compute for one microbatch on the stage that computes longest: the last, which also runs the
+/// logits, or, when an uneven split gives the last stage fewer layers, the stage with the most.
+/// `layers` is that stage's count; `other` and `other_layers` the rival stage when the split is
+/// uneven and the last one wins on compute (its fewer layers communicate less).
+struct SlowestStage {
+  StageCompute work;
+  double layers = 0;
+  StageCompute other;
+  double other_layers = 0;
+};
+SlowestStage slowest_stage_compute(const Model& m, const JobSpec& j, const Plan& p,
                                    const Calibration& cal, const GpuSpec& gpu) {
   const StageLayers split = split_of(p, m.spec.layers);
-  StageCompute work = stage_compute(m, j, p, cal, gpu, static_cast<double>(split.last));
+  const auto last = static_cast<double>(split.last);
+  SlowestStage out{stage_compute(m, j, p, cal, gpu, last), last, {}, 0};
   const auto others = static_cast<double>(std::max(split.first, split.middle));
-  if (p[Dim::pp] > 1 && others > static_cast<double>(split.last)) {
+  if (p[Dim::pp] > 1 && others > last) {
     StageCompute body = stage_compute(m, j, p, cal, gpu, others);
     body.matmul -= body.logits_matmul;
     body.elementwise -= body.logits_elementwise;
     body.logits_matmul = body.logits_elementwise = 0;
-    if (body.matmul + body.elementwise > work.matmul + work.elementwise) work = body;
+    if (body.matmul + body.elementwise > out.work.matmul + out.work.elementwise)
+      return {body, others, {}, 0};
+    out.other = body;
+    out.other_layers = others;
   }
-  return work;
+  return out;
 }
 
 /// One microbatch's activation offloading copies beyond the compute they overlap with: each
@@ -372,17 +384,19 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
   const double bytes = activation_bytes(j);
-  // The slowest stage holds ceil(layers / pp) layers (stage_layers: uneven splits give the first
-  // and last stages fewer).
-  core.layers_per_stage = static_cast<double>(split_of(p, m.spec.layers).max());
-  core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
-                              static_cast<double>(m.spec.layers);
   core.microbatches =
       static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
-
-  const StageCompute work = slowest_stage_compute(m, j, p, cal, c.gpu());
+  // The stage that computes longest, and with an uneven split the rival with more layers.
+  const SlowestStage slowest = slowest_stage_compute(m, j, p, cal, c.gpu());
+  const StageCompute& work = slowest.work;
+  core.layers_per_stage = slowest.layers;
+  core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
+                              static_cast<double>(m.spec.layers);
   core.t_matmul = work.matmul;
   core.t_elementwise = work.elementwise;
+  core.other_layers = slowest.other_layers;
+  core.other_matmul = slowest.other.matmul;
+  core.other_elementwise = slowest.other.elementwise;
   core.offload_exposed = offload_exposed(m, j, p, cal, c.gpu(), work);
   core.t_attention_fwd = work.attention_fwd;
   core.tp_hide = tp_hide_times(m, work.linear_fwd);
@@ -444,6 +458,30 @@ PlanShapes plan_shapes(const Cluster& c, const Mapping& map) {
   return sh;
 }
 
+namespace {
+
+/// One microbatch on one stage: compute and the exposed communication of its layers.
+struct StageTime {
+  double matmul = 0, elementwise = 0;
+  CommTime tp, cp;
+  EpTime ep;
+  [[nodiscard]] double total() const {
+    return matmul + elementwise + tp.exposed + cp.exposed + ep.comm.exposed;
+  }
+};
+StageTime stage_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
+                     const JobSpec& j, const Plan& p, const Calibration& cal) {
+  StageTime t;
+  t.matmul = core.t_matmul;
+  t.elementwise = core.t_elementwise;
+  t.tp = tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
+  t.cp = cp_time(core, sh.dims[Dim::cp], fab);
+  t.ep = ep_time(core, sh.dims[Dim::ep], fab, j.ep_comm_overlap, t.matmul + t.elementwise);
+  return t;
+}
+
+}  // namespace
+
 Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, const Cluster& c,
                   const JobSpec& j, const Plan& p, const Calibration& cal) {
   Evaluation e;
@@ -451,13 +489,23 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.microbatches = mbs;
   e.shapes = sh.dims;
   e.expert_dp_shape = sh.expert_grad;
-  const double t_compute = core.t_matmul + core.t_elementwise;
-
-  // Per microbatch on the slowest stage: each dimension's communication (cost_dims.hpp).
-  const CommTime tp =
-      tp_time(core, sh.dims[Dim::tp], fab, p.sequence_parallel, j.tp_comm_overlap, cal);
-  const CommTime cp = cp_time(core, sh.dims[Dim::cp], fab);
-  const EpTime ep = ep_time(core, sh.dims[Dim::ep], fab, j.ep_comm_overlap, t_compute);
+  // Per microbatch on the slowest stage: its compute and each dimension's communication
+  // (cost_dims.hpp); with an uneven split, the rival stage's if that takes longer.
+  StageTime stage = stage_time(core, sh, fab, j, p, cal);
+  if (core.other_layers > 0) {
+    PlanCore other = core;
+    other.layers_per_stage = core.other_layers;
+    other.moe_layers_per_stage =
+        core.moe_layers_per_stage * core.other_layers / core.layers_per_stage;
+    other.t_matmul = core.other_matmul;
+    other.t_elementwise = core.other_elementwise;
+    const StageTime rival = stage_time(other, sh, fab, j, p, cal);
+    if (rival.total() > stage.total()) stage = rival;
+  }
+  const double t_compute = stage.matmul + stage.elementwise;
+  const CommTime& tp = stage.tp;
+  const CommTime& cp = stage.cp;
+  const EpTime& ep = stage.ep;
   const CommTime hop =
       pp_hop_time(core, sh.dims[Dim::pp], sh.dims[Dim::tp], fab, p.sequence_parallel);
   const PipelineTime pipe = pipeline_time(t_compute + tp.exposed + cp.exposed + ep.comm.exposed,
@@ -473,8 +521,8 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.protocols[Dim::tp] = tp.protocol;
   e.protocols[Dim::dp] = dp.protocol;
   for (int k = 0; k < Cluster::kMaxTiers; ++k) e.ep_per_tier[k] = mbs * ep.per_tier[k];
-  e.compute.matmul = mbs * core.t_matmul;
-  e.compute.elementwise = mbs * core.t_elementwise;
+  e.compute.matmul = mbs * stage.matmul;
+  e.compute.elementwise = mbs * stage.elementwise;
   e.time.compute = mbs * t_compute;
   e.time.tp = mbs * tp.exposed;
   e.time.cp = mbs * cp.exposed;

@@ -73,6 +73,10 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
     }
     if (sc.matmul + sc.elementwise > worst) {
       worst = sc.matmul + sc.elementwise;
+      core.layers_per_stage = static_cast<double>(layers_on_stage(p, split, i));
+      core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(m.counts.moe_layers) /
+                                  static_cast<double>(m.spec.layers);
+      core.other_layers = 0;  // every stage compared here, on its own GPU
       core.t_matmul = sc.matmul;
       core.t_elementwise = sc.elementwise;
       core.t_attention_fwd = sc.attention_fwd;

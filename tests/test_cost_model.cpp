@@ -363,6 +363,23 @@ TEST_CASE("the slowest stage: the last runs the logits, unless an uneven split l
   const Evaluation f = eval(c, small, j, q);
   REQUIRE(matmul(small, q, 2) > matmul(small, q, 3) - matmul(small, q, 0));
   CHECK(f.compute.matmul == Approx(f.microbatches * matmul(small, q, 2)));
+  // The same plan with each TP group across eight servers: a layer's collectives now outweigh
+  // the logits, and a middle stage (3 layers, 3 layers' collectives) sets the pace, not the
+  // last (2 layers, the logits, 2 layers' collectives).
+  const Plan spread = plan(8, 4, 4, 1, "dp-pp-tp");
+  const Evaluation g = eval(c, small, j, spread);
+  REQUIRE(g.shapes[Dim::tp].span_tier > 0);
+  const PlanCore core = prepare(c, small, j, spread, cal);
+  CHECK(core.layers_per_stage == 2);
+  CHECK(core.other_layers == 3);
+  const Mapping map = Mapping::from_order(spread);
+  const CommTime last_tp = tp_time(core, plan_shapes(c, map).dims[Dim::tp], make_fabric(c, cal),
+                                   false, false, cal);
+  CHECK(g.time.tp == Approx(g.microbatches * last_tp.exposed * 3 / 2));
+  CHECK(g.compute.matmul ==
+        Approx(g.microbatches * (matmul(small, spread, 3) - matmul(small, spread, 0))));
+  CHECK(g.time.compute + g.time.tp >
+        g.microbatches * (matmul(small, spread, 2) + last_tp.exposed));
 }
 
 namespace {

@@ -87,9 +87,14 @@ struct Evaluation {
 /// message sizes. The search computes it once and then costs each order's communication.
 struct PlanCore {
   int microbatches = 0;
-  double layers_per_stage = 0;
+  double layers_per_stage = 0;  ///< layers of the stage whose compute is longest
   double moe_layers_per_stage = 0;
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
+  /// With an uneven split, the other stage that can be the slowest once its layers'
+  /// communication counts: the stage with the most layers when the last (fewer layers and the
+  /// logits) computes longest. Its layers (0: none) and one microbatch's compute.
+  double other_layers = 0;
+  double other_matmul = 0, other_elementwise = 0;
   double t_attention_fwd = 0;  ///< one microbatch's attention core per layer (CP hides behind it)
   double tp_bytes = 0;         ///< one TP collective's buffer
   double tp_gather_bytes = 0;  ///< a forward all-gather's buffer (half of tp_bytes in FP8)
