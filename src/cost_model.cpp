@@ -492,7 +492,20 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   // Per microbatch on the slowest stage: its compute and each dimension's communication
   // (cost_dims.hpp); with an uneven split, the rival stage's if that takes longer.
   StageTime stage = stage_time(core, sh, fab, j, p, cal);
-  if (core.other_layers > 0) {
+  if (core.other_layers > 0 && !j.ep_comm_overlap) {
+    // Every collective's time is in proportion to the layers then: scale, do not recost.
+    const double r = core.other_layers / core.layers_per_stage;
+    const double comm = stage.total() - stage.matmul - stage.elementwise;
+    if (core.other_matmul + core.other_elementwise + r * comm > stage.total()) {
+      stage.matmul = core.other_matmul;
+      stage.elementwise = core.other_elementwise;
+      for (CommTime* t : {&stage.tp, &stage.cp, &stage.ep.comm}) {
+        t->total *= r;
+        t->exposed *= r;
+      }
+      for (double& tier : stage.ep.per_tier) tier *= r;
+    }
+  } else if (core.other_layers > 0) {  // overlapped EP hides behind the stage's own compute
     PlanCore other = core;
     other.layers_per_stage = core.other_layers;
     other.moe_layers_per_stage =

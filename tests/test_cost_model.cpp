@@ -373,13 +373,12 @@ TEST_CASE("the slowest stage: the last runs the logits, unless an uneven split l
   CHECK(core.layers_per_stage == 2);
   CHECK(core.other_layers == 3);
   const Mapping map = Mapping::from_order(spread);
-  const CommTime last_tp = tp_time(core, plan_shapes(c, map).dims[Dim::tp], make_fabric(c, cal),
-                                   false, false, cal);
+  const CommTime last_tp =
+      tp_time(core, plan_shapes(c, map).dims[Dim::tp], make_fabric(c, cal), false, false, cal);
   CHECK(g.time.tp == Approx(g.microbatches * last_tp.exposed * 3 / 2));
   CHECK(g.compute.matmul ==
         Approx(g.microbatches * (matmul(small, spread, 3) - matmul(small, spread, 0))));
-  CHECK(g.time.compute + g.time.tp >
-        g.microbatches * (matmul(small, spread, 2) + last_tp.exposed));
+  CHECK(g.time.compute + g.time.tp > g.microbatches * (matmul(small, spread, 2) + last_tp.exposed));
 }
 
 namespace {
