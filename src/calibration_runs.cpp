@@ -94,6 +94,8 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   j.dtype = parse_dtype(jc.string("dtype"), r.source());
   j.flash_attention = jc.boolean_or("flash_attention", st.flash_attention);
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
+  j.overlap_param_gather =
+      jc.boolean_or("overlap_param_gather", jc.has("stack") && st.overlap_param_gather);
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
   j.fp8_tp_all_gather = jc.boolean_or("fp8_tp_all_gather", st.fp8_tp_all_gather);
   j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);

@@ -132,7 +132,7 @@ DpParts dp_parts(const PlanCore& core, const GroupShape& g, double grad_bytes, d
 }  // namespace
 
 CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, int zero,
-                 double compute, bool overlap, const Calibration& cal) {
+                 double compute, bool overlap, const Calibration& cal, bool overlap_gather) {
   CommTime t;
   const double params_gpu = core.params_gpu;
   if ((sh.grad.size <= 1 && sh.expert_grad.size <= 1) || params_gpu <= 0) return t;
@@ -150,17 +150,20 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
     return std::max(comm - hide, comm * last_bucket);
   };
   const int mbs = core.microbatches;
+  // ZeRO-1/2's parameter gather, exposed or behind the next step's first forward pass.
+  const double gather_exposed =
+      overlap_gather ? overlapped(gather, compute * (1.0 - kBackwardFraction)) : gather;
   switch (zero) {
     case 0:
       t.exposed = overlapped(grad, window);
       t.total = grad;
       break;
     case 1:
-      t.exposed = overlapped(grad, window) + gather;
+      t.exposed = overlapped(grad, window) + gather_exposed;
       t.total = grad + gather;
       break;
     case 2:
-      t.exposed = mbs * overlapped(grad, window) + gather;
+      t.exposed = mbs * overlapped(grad, window) + gather_exposed;
       t.total = mbs * grad + gather;
       break;
     default:

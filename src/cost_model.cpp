@@ -524,7 +524,8 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   const PipelineTime pipe = pipeline_time(t_compute + tp.exposed + cp.exposed + ep.comm.exposed,
                                           hop.total, p[Dim::pp], p.vpp, mbs, j.overlap_p2p);
   // Per step.
-  const CommTime dp = dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, cal);
+  const CommTime dp =
+      dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, cal, j.overlap_param_gather);
 
   e.algorithms[Dim::tp] = tp.algorithm;
   e.algorithms[Dim::cp] = cp.algorithm;

@@ -57,7 +57,7 @@ std::string fingerprint(const JobSpec& j) {
                            j.overlap_p2p)) +
          (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
          (j.fa2_attention ? "-fa2" : "") + (j.eager ? "-eager" : "") +
-         (j.fp8_tp_all_gather ? "-fp8-ag" : "");
+         (j.fp8_tp_all_gather ? "-fp8-ag" : "") + (j.overlap_param_gather ? "-param-gather" : "");
 }
 
 }  // namespace topoplan

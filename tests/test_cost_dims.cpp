@@ -179,6 +179,17 @@ TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket
   CHECK(z0.exposed == Approx(0.040126));
   // Without overlap it is all exposed.
   CHECK(dp_time(c, sh, fabric(), 0, 0.03, false, cal).exposed == Approx(0.060126));
+  // --overlap-param-gather: ZeRO-1's 15.081 ms gather runs under the next step's first forward
+  // pass (10 ms of the 30), but its first bucket (40%, 6.032 ms) is exposed anyway.
+  const CommTime hidden = dp_time(c, sh, fabric(), 1, 0.03, true, cal, true);
+  CHECK(hidden.total == Approx(z1.total));
+  CHECK(hidden.exposed == Approx(0.0120324 + 0.4 * 0.015081));
+  // A 2 ms forward pass (6 ms of compute) hides only 2 ms of it; the reduce-scatter, not
+  // overlapped here, shows in full.
+  CHECK(dp_time(c, sh, fabric(), 1, 0.006, false, cal, true).exposed ==
+        Approx(0.030081 + 0.015081 - 0.002));
+  // ZeRO-0 has no gather to hide.
+  CHECK(dp_time(c, sh, fabric(), 0, 0.03, true, cal, true).exposed == Approx(z0.exposed));
 }
 
 namespace {

@@ -372,26 +372,55 @@ TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and 
              !Catch::Contains("--grad-reduce-in-bf16"));
 }
 
-TEST_CASE("Megatron-LM: activation offloading is written as --cpu-offloading and read back") {
+namespace {
+
+/// The Megatron-LM arguments exported for plan `p` of Llama 3 8B on 4 x dgx-h100 under job `j`.
+std::string llama8b_megatron_args(const JobSpec& j, const Plan& p) {
   Cluster c = test::preset_cluster("dgx-h100", 4);
   Model m = test::preset_model("llama3-8b");
-  JobSpec j;
   RunContext run{c, m, j, Calibration{}};
-  Plan p = make(1, 1, 1, 32, 1, kDefaultOrder);
-  p.offload_layers = 12;
   Mapping map = Mapping::from_order(p);
   RankTable t = build_rank_table(c, map, {});
-  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  return export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+}
+
+/// The export's last line, the arguments, read back.
+ImportedPlan read_back(const std::string& text) {
+  return parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM: activation offloading is written as --cpu-offloading and read back") {
+  Plan p = make(1, 1, 1, 32, 1, kDefaultOrder);
+  p.offload_layers = 12;
+  const std::string text = llama8b_megatron_args(JobSpec{}, p);
   CHECK_THAT(text, Catch::Contains("--cpu-offloading --cpu-offloading-num-layers 12"));
-  const ImportedPlan back =
-      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  const ImportedPlan back = read_back(text);
   Plan q = back.plan;
-  apply_layer_choices(back, m.spec.layers, q);
+  apply_layer_choices(back, 32, q);
   CHECK(q.offload_layers == 12);
   // The layer count alone does not offload: Megatron-core needs --cpu-offloading too.
   const ImportedPlan count_only =
       parse_megatron_args("--tensor-model-parallel-size 1 --cpu-offloading-num-layers 12", "args");
   Plan r = count_only.plan;
-  apply_layer_choices(count_only, m.spec.layers, r);
+  apply_layer_choices(count_only, 32, r);
   CHECK(r.offload_layers == 0);
+}
+
+TEST_CASE(
+    "Megatron-LM: --overlap-param-gather is written with the distributed optimizer and read back") {
+  JobSpec j;
+  j.overlap_param_gather = true;
+  Plan p = make(8, 1, 1, 4, 1, kDefaultOrder);
+  p.zero = 1;
+  const std::string text = llama8b_megatron_args(j, p);
+  CHECK_THAT(text, Catch::Contains("--use-distributed-optimizer"));
+  CHECK_THAT(text, Catch::Contains("--overlap-param-gather"));
+  const ImportedPlan back = read_back(text);
+  REQUIRE(back.overlap_param_gather);
+  CHECK(*back.overlap_param_gather);
+  // Without the distributed optimizer there is no parameter gather to overlap.
+  p.zero = 0;
+  CHECK_THAT(llama8b_megatron_args(j, p), !Catch::Contains("--overlap-param-gather"));
 }

@@ -26,7 +26,7 @@ struct Calibration {
   std::array<double, kArchs> gemm_efficiency{0.711, 0.623, 0.623};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.489, 0.489};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.487, 0.487};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.

@@ -101,11 +101,14 @@ struct PipelineTime {
 /// gradients over expert-dp. Overlapped with the backward pass (kBackwardFraction of
 /// `compute`, one microbatch) unless `overlap` is off; the last bucket is always exposed.
 ///   ZeRO-0/1: one reduction per step during the last microbatch's backward (ZeRO-1 then
-///             all-gathers the updated parameters, exposed).
+///             all-gathers the updated parameters: exposed, or with `overlap_gather`
+///             (Megatron's --overlap-param-gather) behind the next step's first forward pass,
+///             bucket by bucket, the first bucket always exposed).
 ///   ZeRO-2:   every microbatch reduce-scatters its own gradients; then the parameter gather.
 ///   ZeRO-3:   every microbatch also all-gathers the parameters forward and backward, a layer at
 ///             a time; all three hide behind that microbatch's compute where they fit.
 [[nodiscard]] CommTime dp_time(const PlanCore& core, const PlanShapes& shapes, const Fabric& fab,
-                               int zero, double compute, bool overlap, const Calibration& cal);
+                               int zero, double compute, bool overlap, const Calibration& cal,
+                               bool overlap_gather = false);
 
 }  // namespace topoplan

@@ -36,6 +36,9 @@ struct JobSpec {
   /// Megatron-core's --overlap-moe-expert-parallel-comm); exposed only beyond that compute.
   bool ep_comm_overlap = false;
   bool overlap_grad_reduce = true;  ///< DP reduction overlapped with the backward pass
+  /// ZeRO-1/2: the updated parameters' all-gather overlapped with the next step's first forward
+  /// pass (Megatron-LM --overlap-param-gather; on in NeMo's and Megatron-Bridge's recipes).
+  bool overlap_param_gather = false;
   /// bf16/fp8 training keeps and reduces its gradients in bf16, not in fp32 main_grad buffers
   /// (Megatron-LM --grad-reduce-in-bf16, NeMo's grad_sync_dtype: bf16): half the gradient memory
   /// and DP traffic. fp16 training reduces in fp16 either way.

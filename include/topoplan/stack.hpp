@@ -10,12 +10,13 @@ namespace topoplan {
 
 struct SoftwareStack {
   const char* name;
-  bool flash_attention;      ///< fused attention: no s^2 scores stored or streamed
-  bool fa2_attention;        ///< attention kernels of the FlashAttention-2 class (PyTorch SDPA)
-  bool tp_comm_overlap;      ///< TP collectives overlapped with matmuls
-  bool fp8_tp_all_gather;    ///< fp8 training gathers FP8 TP inputs (JobSpec::fp8_tp_all_gather)
-  bool overlap_grad_reduce;  ///< DP reduction during the backward pass
-  bool overlap_p2p;          ///< PP sends overlapped in the steady state
+  bool flash_attention;       ///< fused attention: no s^2 scores stored or streamed
+  bool fa2_attention;         ///< attention kernels of the FlashAttention-2 class (PyTorch SDPA)
+  bool tp_comm_overlap;       ///< TP collectives overlapped with matmuls
+  bool fp8_tp_all_gather;     ///< fp8 training gathers FP8 TP inputs (JobSpec::fp8_tp_all_gather)
+  bool overlap_grad_reduce;   ///< DP reduction during the backward pass
+  bool overlap_param_gather;  ///< ZeRO-1/2 parameter all-gather during the next forward pass
+  bool overlap_p2p;           ///< PP sends overlapped in the steady state
   int zero;  ///< optimizer/gradient/weight sharding the stack uses (ZeRO stage); -1: searched
   std::optional<bool> sequence_parallel;  ///< with TP > 1; nullopt: searched
   /// Interleaved stages whose layers are not a multiple of vpp (Megatron-core's

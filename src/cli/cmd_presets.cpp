@@ -69,16 +69,17 @@ std::string presets_table() {
     text += "\n";
   }
   text += "stacks (--stack NAME; explicit flags win):\n";
-  text += fmt::format("  {:<14} {:<6} {:<10} {:<11} {:<14} {:<12} {:<11} {:<8} {:<18} {:<17} {}\n",
-                      "name", "flash", "attention", "tp overlap", "fp8 tp gather", "grad overlap",
-                      "pp overlap", "ZeRO", "sequence parallel", "pipeline layout", "offload");
+  text += fmt::format(
+      "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {}\n", "name",
+      "flash", "attention", "tp overlap", "fp8 tp gather", "grad overlap", "gather overlap",
+      "pp overlap", "ZeRO", "sequence parallel", "pipeline layout", "offload");
   auto yn = [](bool b) { return b ? "on" : "off"; };
   for (const auto& s : software_stacks())
     text += fmt::format(
-        "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<12} {:<11} {:<8} {:<18} {:<17} {}\n", s.name,
+        "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {}\n", s.name,
         yn(s.flash_attention), s.fa2_attention ? "fa2" : "fused", yn(s.tp_comm_overlap),
-        s.fp8_tp_all_gather ? "fp8" : "bf16", yn(s.overlap_grad_reduce), yn(s.overlap_p2p),
-        s.zero < 0 ? "searched" : std::to_string(s.zero),
+        s.fp8_tp_all_gather ? "fp8" : "bf16", yn(s.overlap_grad_reduce), yn(s.overlap_param_gather),
+        yn(s.overlap_p2p), s.zero < 0 ? "searched" : std::to_string(s.zero),
         s.sequence_parallel ? yn(*s.sequence_parallel) : "searched",
         s.flexible_pipeline_layout ? "flexible" : "multiples of vpp",
         s.activation_offload ? "searched" : "off");

@@ -134,6 +134,13 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "DP gradient reduction after the backward pass, not during it");
   cmd.add_flag("--no-overlap-p2p", o.no_overlap_p2p,
                "PP sends wait on the critical path (Megatron without --overlap-p2p-communication)");
+  auto* gather = cmd.add_flag("--overlap-param-gather", o.overlap_param_gather,
+                              "ZeRO-1/2: the parameter all-gather runs during the next step's "
+                              "forward pass (Megatron-LM --overlap-param-gather; the nemo stack's "
+                              "default)");
+  cmd.add_flag("--no-overlap-param-gather", o.no_overlap_param_gather,
+               "the parameter all-gather after the optimizer step is exposed")
+      ->excludes(gather);
   cmd.add_flag("--no-activation-offload", o.no_activation_offload,
                "the search does not offload activations to host memory (the megatron-core and "
                "nemo stacks may, on GPUs with a host link, where it beats recomputation)");
@@ -309,6 +316,8 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_grad_reduce =
       pick("--no-overlap-grad-reduce", false, f.overlap_grad_reduce, st.overlap_grad_reduce);
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
+  job.overlap_param_gather = pick_pair("--overlap-param-gather", "--no-overlap-param-gather",
+                                       f.overlap_param_gather, st.overlap_param_gather);
   job.activation_offload =
       pick("--no-activation-offload", false, std::nullopt, st.activation_offload);
   job.flexible_pipeline_layout = st.flexible_pipeline_layout;
@@ -356,6 +365,8 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--eager",
                                                   "--no-overlap-grad-reduce",
                                                   "--no-overlap-p2p",
+                                                  "--overlap-param-gather",
+                                                  "--no-overlap-param-gather",
                                                   "--no-activation-offload",
                                                   "--gpus",
                                                   "--memory-headroom",

@@ -47,6 +47,8 @@ struct InputOptions {
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   bool no_activation_offload = false;
+  bool overlap_param_gather = false;
+  bool no_overlap_param_gather = false;
   std::string calibration;  ///< --calibration FILE
   std::string stack;        ///< --stack NAME (empty: megatron-core)
   int gpus = 0;             ///< --gpus: use this many GPUs (0: all)

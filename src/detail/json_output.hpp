@@ -45,6 +45,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"tp_comm_overlap", job.tp_comm_overlap},
           {"ep_comm_overlap", job.ep_comm_overlap},
           {"overlap_grad_reduce", job.overlap_grad_reduce},
+          {"overlap_param_gather", job.overlap_param_gather},
           {"grad_reduce_bf16", job.grad_reduce_bf16},
           {"fa2_attention", job.fa2_attention},
           {"fp8_tp_all_gather", job.fp8_tp_all_gather},

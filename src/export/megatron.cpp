@@ -129,6 +129,7 @@ std::string export_megatron_args(const ExportContext& x) {
   args += pipeline_args(p, split);
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
+  if (x.run.job.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
   if (x.run.job.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
   if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
   if (x.run.job.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";

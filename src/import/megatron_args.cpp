@@ -165,6 +165,7 @@ ImportedPlan megatron_defaults() {
   out.dp_given = false;
   out.plan.zero = 0;
   out.overlap_grad_reduce = false;
+  out.overlap_param_gather = false;
   out.tp_comm_overlap = false;
   out.ep_comm_overlap = false;
   out.grad_reduce_bf16 = false;
@@ -218,6 +219,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.plan.vpp = positive(f, value(i), source);
     } else if (f == "--overlap-grad-reduce") {
       out.overlap_grad_reduce = true;
+    } else if (f == "--overlap-param-gather") {
+      out.overlap_param_gather = true;
     } else if (f == "--tp-comm-overlap") {
       out.tp_comm_overlap = true;
     } else if (f == "--overlap-moe-expert-parallel-comm") {

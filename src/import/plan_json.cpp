@@ -111,6 +111,8 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("eager")) out.eager = c.boolean_or("eager", false);
   if (c.has("overlap_grad_reduce"))
     out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);
+  if (c.has("overlap_param_gather"))
+    out.overlap_param_gather = c.boolean_or("overlap_param_gather", false);
   if (c.has("overlap_p2p")) out.overlap_p2p = c.boolean_or("overlap_p2p", true);
 }
 
@@ -159,7 +161,8 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
     const auto job = c.at("job");
     job.warn_unknown_keys({"seq_len", "global_batch", "dtype", "flash_attention", "tp_comm_overlap",
                            "ep_comm_overlap", "grad_reduce_bf16", "fa2_attention",
-                           "fp8_tp_all_gather", "eager", "overlap_grad_reduce", "overlap_p2p"});
+                           "fp8_tp_all_gather", "eager", "overlap_grad_reduce",
+                           "overlap_param_gather", "overlap_p2p"});
     read_job(job, out);
   }
   read_specs(c, out);
