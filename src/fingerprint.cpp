@@ -51,13 +51,15 @@ std::string fingerprint(const Model& m) {
   return fnv1a(t);
 }
 
+// Not overlap_param_gather: the default stack turned it on after rank files had been written,
+// and those files must still read back (a rank file records the job's own JSON besides).
 std::string fingerprint(const JobSpec& j) {
   return fnv1a(fmt::format("{} {} {} {} {} {} {}", j.seq_len, j.global_batch, to_string(j.dtype),
                            j.flash_attention, j.tp_comm_overlap, j.overlap_grad_reduce,
                            j.overlap_p2p)) +
          (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
          (j.fa2_attention ? "-fa2" : "") + (j.eager ? "-eager" : "") +
-         (j.fp8_tp_all_gather ? "-fp8-ag" : "") + (j.overlap_param_gather ? "-param-gather" : "");
+         (j.fp8_tp_all_gather ? "-fp8-ag" : "");
 }
 
 }  // namespace topoplan

@@ -13,7 +13,7 @@ namespace {
 // What each stack is and where its settings come from: the README's table (--stack).
 constexpr std::array<SoftwareStack, 5> kStacks{{
     // name            flash  fa2    tp ovl  fp8 AG  grad ovl  gather ovl  pp ovl  ZeRO  sequence parallel  flexible layout  offload
-    {"megatron-core",  true,  false, false,  false,  true,     false,      true,   -1,   std::nullopt,      true,            true},
+    {"megatron-core",  true,  false, false,  false,  true,     true,       true,   -1,   std::nullopt,      true,            true},
     {"megatron-2021",  false, false, false,  false,  false,    false,      false,  0,    false,             false,           false},
     {"nemo",           true,  false, true,   false,  true,     true,       true,   1,    true,              false,           true},
     {"torchtitan",     true,  true,  false,  true,   true,     false,      true,   3,    true,              false,           false},

@@ -136,8 +136,8 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "PP sends wait on the critical path (Megatron without --overlap-p2p-communication)");
   auto* gather = cmd.add_flag("--overlap-param-gather", o.overlap_param_gather,
                               "ZeRO-1/2: the parameter all-gather runs during the next step's "
-                              "forward pass (Megatron-LM --overlap-param-gather; the nemo stack's "
-                              "default)");
+                              "forward pass (Megatron-LM --overlap-param-gather; the megatron-core "
+                              "and nemo stacks' default)");
   cmd.add_flag("--no-overlap-param-gather", o.no_overlap_param_gather,
                "the parameter all-gather after the optimizer step is exposed")
       ->excludes(gather);
