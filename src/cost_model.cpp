@@ -239,6 +239,10 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
 
 }  // namespace
 
+double moe_layers_in(const Model& m, double layers) {
+  return layers * static_cast<double>(m.counts.moe_layers) / static_cast<double>(m.spec.layers);
+}
+
 StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
                            const GpuSpec& gpu, double layers) {
   const double tokens =
@@ -346,10 +350,7 @@ SlowestStage slowest_stage_compute(const Model& m, const JobSpec& j, const Plan&
   SlowestStage out{stage_compute(m, j, p, cal, gpu, last), last, {}, 0};
   const auto others = static_cast<double>(std::max(split.first, split.middle));
   if (p[Dim::pp] > 1 && others > last) {
-    StageCompute body = stage_compute(m, j, p, cal, gpu, others);
-    body.matmul -= body.logits_matmul;
-    body.elementwise -= body.logits_elementwise;
-    body.logits_matmul = body.logits_elementwise = 0;
+    const StageCompute body = stage_compute(m, j, p, cal, gpu, others).without_logits();
     if (body.matmul + body.elementwise > out.work.matmul + out.work.elementwise)
       return {body, others, {}, 0};
     out.other = body;
@@ -390,8 +391,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const SlowestStage slowest = slowest_stage_compute(m, j, p, cal, c.gpu());
   const StageCompute& work = slowest.work;
   core.layers_per_stage = slowest.layers;
-  core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(k.moe_layers) /
-                              static_cast<double>(m.spec.layers);
+  core.moe_layers_per_stage = moe_layers_in(m, core.layers_per_stage);
   core.t_matmul = work.matmul;
   core.t_elementwise = work.elementwise;
   core.other_layers = slowest.other_layers;

@@ -53,12 +53,14 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (p.vpp > 1 &&
       (j.global_batch / (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch)) % p[Dim::pp] != 0)
     return PlanError::vpp_microbatches;
-  if (p.offload_layers < 0 ||
-      (p.offload_layers > 0 &&
-       (p[Dim::pp] > 1 || p.recompute != Recompute::none || p.offload_layers >= m.spec.layers ||
-        c.gpu().host_link_bandwidth <= 0)))
-    return PlanError::offload;
-  return PlanError::none;
+  return offload_rule(c, m, p);
+}
+
+PlanError offload_rule(const Cluster& c, const Model& m, const Plan& p) {
+  if (p.offload_layers == 0) return PlanError::none;
+  const bool ok = p.offload_layers > 0 && p[Dim::pp] == 1 && p.recompute == Recompute::none &&
+                  p.offload_layers < m.spec.layers && c.gpu().host_link_bandwidth > 0;
+  return ok ? PlanError::none : PlanError::offload;
 }
 
 const char* short_reason(PlanError e) {

@@ -233,7 +233,7 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
 
 /// A plan that trades time for memory by a count of layers (recomputed or offloaded), with its
 /// costed core.
-struct PartialRecompute {
+struct LayerTrade {
   Plan plan;
   PlanCore core;
 };
@@ -241,11 +241,11 @@ struct PartialRecompute {
 /// The least count in [1, most] for which `with(count)` fits, by bisection (fitting only gets
 /// easier as the count grows); nullopt when even `most` does not fit.
 template <class With>
-std::optional<PartialRecompute> least_that_fits(const Cluster& c, const Model& m, const JobSpec& j,
-                                                const Calibration& cal, int most, With with) {
-  std::optional<PartialRecompute> found;  // the least count that fits so far, with its core
+std::optional<LayerTrade> least_that_fits(const Cluster& c, const Model& m, const JobSpec& j,
+                                          const Calibration& cal, int most, With with) {
+  std::optional<LayerTrade> found;  // the least count that fits so far, with its core
   auto fits = [&](int k) {
-    PartialRecompute t{with(k), {}};
+    LayerTrade t{with(k), {}};
     t.core = prepare(c, m, j, t.plan, cal);
     if (t.core.fits) found = t;
     return t.core.fits;
@@ -266,9 +266,9 @@ std::optional<PartialRecompute> least_that_fits(const Cluster& c, const Model& m
 /// fewer than all: Megatron-LM's block method, k layers in each of the stage's vpp model chunks
 /// (k x vpp per stage; the largest chunk has ceil(layers / vpp), so k runs up to one less).
 /// nullopt when recomputing every layer is the only way.
-std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const Model& m,
-                                                         const JobSpec& j, const Plan& full,
-                                                         const Calibration& cal) {
+std::optional<LayerTrade> fewest_recomputed_layers(const Cluster& c, const Model& m,
+                                                   const JobSpec& j, const Plan& full,
+                                                   const Calibration& cal) {
   const int stage = static_cast<int>(split_of(full, m.spec.layers).max());
   const int per_chunk = (stage + full.vpp - 1) / full.vpp;  // layers in the largest chunk
   if (per_chunk < 2 || (per_chunk - 1) * full.vpp >= stage) return std::nullopt;
@@ -282,12 +282,12 @@ std::optional<PartialRecompute> fewest_recomputed_layers(const Cluster& c, const
 /// Without recomputation not fitting: the fewest layers whose activations, offloaded to host
 /// memory, make it fit (Megatron-core offloads only with pp 1 and no recomputation, fewer than
 /// all layers). nullopt when offloading is off, impossible or not enough.
-std::optional<PartialRecompute> fewest_offloaded_layers(const Cluster& c, const Model& m,
-                                                        const JobSpec& j, const Plan& base,
-                                                        const Calibration& cal) {
-  if (!j.activation_offload || c.gpu().host_link_bandwidth <= 0 || base[Dim::pp] != 1 ||
-      base.recompute != Recompute::none)
-    return std::nullopt;
+std::optional<LayerTrade> fewest_offloaded_layers(const Cluster& c, const Model& m,
+                                                  const JobSpec& j, const Plan& base,
+                                                  const Calibration& cal) {
+  Plan one = base;
+  one.offload_layers = 1;
+  if (!j.activation_offload || offload_rule(c, m, one) != PlanError::none) return std::nullopt;
   return least_that_fits(c, m, j, cal, static_cast<int>(m.spec.layers) - 1, [&](int k) {
     Plan p = base;
     p.offload_layers = k;

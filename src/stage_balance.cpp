@@ -64,18 +64,13 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
   double worst = -1;
   for (int i = 0; i < pp; ++i) {
     const GpuSpec& gpu = *gpus[static_cast<std::size_t>(i)];
-    StageCompute sc =
-        stage_compute(m, j, p, cal, gpu, static_cast<double>(layers_on_stage(p, split, i)));
-    if (i < pp - 1) {  // the logits run on the last stage only
-      const StageCompute logits = stage_compute(m, j, p, cal, gpu, 0);
-      sc.matmul -= logits.matmul;
-      sc.elementwise -= logits.elementwise;
-    }
+    const auto layers = static_cast<double>(layers_on_stage(p, split, i));
+    StageCompute sc = stage_compute(m, j, p, cal, gpu, layers);
+    if (i < pp - 1) sc = sc.without_logits();  // the logits run on the last stage only
     if (sc.matmul + sc.elementwise > worst) {
       worst = sc.matmul + sc.elementwise;
-      core.layers_per_stage = static_cast<double>(layers_on_stage(p, split, i));
-      core.moe_layers_per_stage = core.layers_per_stage * static_cast<double>(m.counts.moe_layers) /
-                                  static_cast<double>(m.spec.layers);
+      core.layers_per_stage = layers;
+      core.moe_layers_per_stage = moe_layers_in(m, layers);
       core.other_layers = 0;  // every stage compared here, on its own GPU
       core.t_matmul = sc.matmul;
       core.t_elementwise = sc.elementwise;

@@ -27,7 +27,17 @@ struct StageCompute {
   double linear_fwd = 0;     ///< one layer's linear layers, forward (what TP overlap hides behind)
   /// The logits' share of matmul and elementwise (every stage_compute includes the logits).
   double logits_matmul = 0, logits_elementwise = 0;
+  /// The same stage without the logits: any stage but the last.
+  [[nodiscard]] StageCompute without_logits() const {
+    StageCompute out = *this;
+    out.matmul -= logits_matmul;
+    out.elementwise -= logits_elementwise;
+    out.logits_matmul = out.logits_elementwise = 0;
+    return out;
+  }
 };
+/// Of `layers` transformer layers, how many are MoE layers (in the model's proportion).
+[[nodiscard]] double moe_layers_in(const Model& m, double layers);
 /// A layer's forward matmul seconds split by the TP collective each overlaps with (QKV,
 /// attention output, MLP input, MLP output), in proportion to their FLOPs.
 [[nodiscard]] std::array<double, 4> tp_hide_times(const Model& m, double linear_fwd_s);

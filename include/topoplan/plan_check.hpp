@@ -43,6 +43,9 @@ enum class PlanError : unsigned char {
 [[nodiscard]] PlanError tp_rule(const ModelSpec& m, int tp, bool kv_replication = false);
 /// Load-balanced causal CP splits the sequence into 2 x cp chunks.
 [[nodiscard]] PlanError cp_rule(std::int64_t seq_len, int cp);
+/// Activation offloading (Plan::offload_layers > 0) as Megatron-core allows it: pp 1, no
+/// recomputation, fewer than all layers; and a GPU with a host link to copy over.
+[[nodiscard]] PlanError offload_rule(const Cluster& c, const Model& m, const Plan& p);
 /// EP needs experts, must divide them, and must divide the ranks expert layers re-divide
 /// (`ep_ranks`: dp x cp for training, the replicas for inference).
 [[nodiscard]] PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks);
