@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "detail/words.hpp"
 #include "topoplan/error.hpp"
 
 namespace topoplan {
@@ -26,13 +27,6 @@ constexpr std::array<std::pair<const char*, NcclOp>, 10> kOpNames{{
     {"sendrecv", NcclOp::send_recv},
     {"send_recv", NcclOp::send_recv},
 }};
-
-std::vector<std::string> words(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
@@ -148,7 +142,7 @@ NcclTestLog parse_nccl_tests(const std::string& text, const std::string& source,
   int n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
-    const std::vector<std::string> w = words(line);
+    const std::vector<std::string> w = detail::words(line);
     if (w.empty()) continue;
     if (w[0] == "#" && w.size() > 1 && w[1] == "Rank") {
       read_rank_line(w, source, n, ranks, hosts);

@@ -5,18 +5,12 @@
 #include <algorithm>
 #include <sstream>
 
+#include "detail/words.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/units.hpp"
 
 namespace topoplan {
 namespace {
-
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 bool is_device(const std::string& w, const char* prefix) {
   const std::size_t n = std::char_traits<char>::length(prefix);
@@ -57,7 +51,7 @@ SmiTopology parse_nvidia_smi_topo(const std::string& text, const std::string& so
   std::vector<bool> seen;
   while (std::getline(in, line)) {
     ++lineno;
-    const auto w = words(line);
+    const auto w = detail::words(line);
     if (w.empty()) continue;
     if (columns.empty()) {  // the header: GPU0 GPU1 ... [NIC0 ...] CPU Affinity ...
       // GPU0 followed by column names (or alone), not by cells: a GPU0 row is no header.
