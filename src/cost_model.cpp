@@ -100,7 +100,7 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu 
   const int pp = p[Dim::pp];
   const StageLayers split = split_of(p, m.spec.layers);
   const auto& k = m.counts;
-  const double expert_layer = static_cast<double>(k.layer_expert_params) / (t * ep);
+  const double expert_layer = static_cast<double>(k.layer_expert_params) / (expert_tp_of(p) * ep);
   const double dense_layer = static_cast<double>(k.layer_params - k.layer_expert_params) / t;
   // The most loaded stage's experts (the ZeRO shards and expert gradients are sized by it).
   if (experts_per_gpu) *experts_per_gpu = static_cast<double>(split.max()) * expert_layer;
@@ -277,7 +277,7 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const StageParams params = stage_params(m, p, &experts_gpu);
   const double params_gpu = params.max();
   const double dense_rep = static_cast<double>(p[Dim::dp]) * p[Dim::cp];
-  const double expert_rep = dense_rep / p[Dim::ep];
+  const double expert_rep = expert_replicas(p);
   const StageLayers split = split_of(p, m.spec.layers);
   // 1F1B keeps min(pp - i, m) microbatches in flight on stage i; interleaving multiplies that by
   // 1 + (pp - 1) / (pp x vpp) (Korthikanti et al. 2022, section 4.2.3).
@@ -381,7 +381,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
                  const Calibration& cal) {
   PlanCore core;
   const auto& k = m.counts;
-  const int tp = p[Dim::tp], dp = p[Dim::dp], cp = p[Dim::cp], ep = p[Dim::ep];
+  const int tp = p[Dim::tp], dp = p[Dim::dp], cp = p[Dim::cp];
   const double s = static_cast<double>(j.seq_len);
   const double h = static_cast<double>(m.spec.hidden);
   const double bytes = activation_bytes(j);
@@ -437,7 +437,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.expert_param_bytes = experts_gpu * bytes;
   // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
   const double dense_rep = static_cast<double>(dp) * cp;
-  const double expert_rep = dense_rep / ep;
+  const double expert_rep = expert_replicas(p);
   const double opt_params =
       p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
   core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;

@@ -42,15 +42,16 @@ Mapping Mapping::from_order(const Plan& plan) {
   dense[Dim::ep] = 1;
   m.dense_ = make_layout(plan.order, dense);
   m.world_ = plan.world();
-  // Megatron's expert generator: expert TP = tp, CP folded into expert DP.
+  // Megatron's expert generator: expert TP (tp unless folded lower), CP folded into expert DP;
+  // with expert TP below tp the EP groups take the rest of the TP ranks (MoE parallel folding).
   const int ep = std::max(1, plan[Dim::ep]);
+  const int etp = expert_tp_of(plan);
   DimArray<int> expert{};
-  expert[Dim::tp] = plan[Dim::tp];
+  expert[Dim::tp] = etp;
   expert[Dim::cp] = 1;
   expert[Dim::ep] = ep;
   expert[Dim::pp] = plan[Dim::pp];
-  const std::int64_t rest =
-      m.world_ / (static_cast<std::int64_t>(plan[Dim::tp]) * ep * plan[Dim::pp]);
+  const std::int64_t rest = m.world_ / (static_cast<std::int64_t>(etp) * ep * plan[Dim::pp]);
   expert[Dim::dp] = static_cast<int>(std::max<std::int64_t>(1, rest));
   m.expert_ = make_layout(plan.order, expert);
   return m;

@@ -115,6 +115,8 @@ std::string degrees_string(const Plan& p, bool with_dp) {
   std::string out = fmt::format("tp {}", p[Dim::tp]);
   for (Dim d : {Dim::cp, Dim::ep})
     if (p[d] > 1) out += fmt::format(" {} {}", to_string(d), p[d]);
+  if (p[Dim::ep] > 1 && expert_tp_of(p) != p[Dim::tp])
+    out += fmt::format(" (expert tp {})", expert_tp_of(p));
   out += fmt::format(" pp {}", p[Dim::pp]);
   if (with_dp) out += fmt::format(" dp {}", p[Dim::dp]);
   return out;
@@ -126,6 +128,16 @@ Recompute parse_recompute(const std::string& s, const std::string& what) {
   if (auto r = detail::from_name<Recompute>(kRecomputeNames, s)) return *r;
   throw_input(what, "",
               fmt::format("expected {}, got '{}'", detail::names_list(kRecomputeNames), s));
+}
+
+int expert_tp_of(const Plan& p) { return p.expert_tp > 0 ? p.expert_tp : p[Dim::tp]; }
+
+std::int64_t expert_ranks(const Plan& p) {
+  return static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::dp];
+}
+
+double expert_replicas(const Plan& p) {
+  return static_cast<double>(expert_ranks(p)) / (static_cast<double>(p[Dim::ep]) * expert_tp_of(p));
 }
 
 std::int64_t Plan::world() const {

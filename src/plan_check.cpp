@@ -20,6 +20,12 @@ PlanError cp_rule(std::int64_t seq_len, int cp) {
   return cp > 1 && seq_len % (2 * cp) != 0 ? PlanError::cp_seq : PlanError::none;
 }
 
+PlanError expert_tp_rule(const ModelSpec& m, const Plan& p) {
+  if (p.expert_tp == 0 || p.expert_tp == p[Dim::tp]) return PlanError::none;
+  const bool ok = m.moe() && p.expert_tp > 0 && p[Dim::tp] % p.expert_tp == 0;
+  return ok ? PlanError::none : PlanError::expert_tp;
+}
+
 PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks) {
   if (ep <= 1) return PlanError::none;
   if (!m.moe()) return PlanError::ep_dense;
@@ -40,8 +46,9 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
     if (p.world() != target) return PlanError::world_mismatch;
   }
   const int cp = p[Dim::cp], ep = p[Dim::ep];
-  for (PlanError e : {tp_rule(m.spec, p[Dim::tp]), cp_rule(j.seq_len, cp),
-                      ep_rule(m.spec, ep, static_cast<std::int64_t>(p[Dim::dp]) * cp)})
+  for (PlanError e :
+       {tp_rule(m.spec, p[Dim::tp]), cp_rule(j.seq_len, cp), expert_tp_rule(m.spec, p),
+        ep_rule(m.spec, ep, expert_ranks(p) / expert_tp_of(p))})
     if (e != PlanError::none) return e;
   if (ep > 1 && expert_pp_mismatch(p)) return PlanError::ep_order;
   if (p.vpp < 1 || (p.vpp > 1 && p[Dim::pp] < 2) || !plan_split(p, m.spec.layers))
@@ -78,11 +85,12 @@ const char* short_reason(PlanError e) {
     case PlanError::cp_seq: return "2 x cp does not divide the sequence";
     case PlanError::ep_dense: return "ep on a dense model";
     case PlanError::ep_experts: return "ep does not divide the experts";
-    case PlanError::ep_dp: return "ep does not divide dp x cp";
+    case PlanError::ep_dp: return "ep x expert tp does not divide tp x cp x dp";
     case PlanError::ep_order: return "order gives experts other pipeline groups";
     case PlanError::gpus: return "more GPUs than the cluster has";
     case PlanError::placement: return "TP groups do not fit whole on the usable GPUs";
     case PlanError::offload: return "activation offloading not possible";
+    case PlanError::expert_tp: return "expert tp does not divide tp";
   }
   return "?";
 }
@@ -198,8 +206,11 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
       return fmt::format("ep: {} does not divide {}'s {} experts", p[Dim::ep], m.spec.name,
                          m.spec.experts);
     case PlanError::ep_dp:
-      return fmt::format("ep: {} does not divide dp x cp = {}", p[Dim::ep],
-                         p[Dim::dp] * p[Dim::cp]);
+      if (expert_tp_of(p) == p[Dim::tp])
+        return fmt::format("ep: {} does not divide dp x cp = {}", p[Dim::ep],
+                           p[Dim::dp] * p[Dim::cp]);
+      return fmt::format("ep: {} does not divide tp x cp x dp / expert tp = {}", p[Dim::ep],
+                         expert_ranks(p) / expert_tp_of(p));
     case PlanError::ep_order:
       return fmt::format(
           "order: with {} expert layers (ep {}) would get other pipeline groups "
@@ -207,6 +218,9 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
           order_string(p.order), p[Dim::ep], p[Dim::cp]);
     case PlanError::zero_stage: return fmt::format("zero: expected 0, 1, 2 or 3, got {}", p.zero);
     case PlanError::offload: return describe_offload(c, m, p);
+    case PlanError::expert_tp:
+      if (!m.spec.moe()) return fmt::format("expert_tp: {} has no experts", m.spec.name);
+      return fmt::format("expert_tp: expected a divisor of tp {}, got {}", p[Dim::tp], p.expert_tp);
   }
   return "?";
 }

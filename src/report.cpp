@@ -408,6 +408,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["recompute"] = to_string(p.recompute);
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
   if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
+  if (expert_tp_of(p) != p[Dim::tp]) j["expert_tp"] = expert_tp_of(p);
   j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;
   std::string why = infeasible_reason(ctx, e);

@@ -414,20 +414,27 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
         if (pp > m.spec.layers) continue;
         const int dp = n / tp / cp / pp;
         if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
+        // The experts' TP (opt.expert_tp below tp folds EP over the TP ranks).
+        const int etp = opt.expert_tp > 0 ? std::min(opt.expert_tp, tp) : tp;
+        if (m.spec.moe() && tp % etp != 0) {
+          pre.reject(PlanError::expert_tp);
+          continue;
+        }
+        const std::int64_t ep_ranks = static_cast<std::int64_t>(dp) * cp * (tp / etp);
         std::vector<int> eps{1};
         if (m.spec.moe())
-          eps = degree_options(static_cast<std::int64_t>(dp) * cp, fixed(Dim::ep), max(Dim::ep));
+          eps = degree_options(ep_ranks, fixed(Dim::ep), max(Dim::ep));
         else if (fixed(Dim::ep) > 1)
           pre.reject(PlanError::ep_dense);
         for (int ep : eps) {
           if (fixed(Dim::ep) && ep != fixed(Dim::ep)) continue;
-          if (const PlanError e = ep_rule(m.spec, ep, static_cast<std::int64_t>(dp) * cp);
-              e != PlanError::none) {
+          if (const PlanError e = ep_rule(m.spec, ep, ep_ranks); e != PlanError::none) {
             pre.reject(e);
             continue;
           }
           Plan p;
           p.degree = DimArray<int>{{tp, cp, ep, dp, pp}};  // Dim order
+          if (etp != tp && ep > 1) p.expert_tp = etp;
           configs.push_back(p);
         }
       }

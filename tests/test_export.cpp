@@ -54,14 +54,19 @@ Plan make(int tp, int cp, int ep, int dp, int pp, Order order = kDefaultOrder) {
 TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both orders") {
   struct Case {
     int tp, cp, ep, dp, pp;
+    int etp = 0;  // --expert-tensor-parallel-size (0: tp)
   };
+  // The last three fold EP over the TP ranks (expert TP below tp).
   for (Case k : {Case{2, 1, 1, 4, 2}, Case{2, 2, 1, 2, 2}, Case{4, 2, 2, 4, 2}, Case{2, 1, 4, 8, 2},
-                 Case{8, 2, 4, 2, 4}, Case{1, 4, 2, 2, 1}}) {
+                 Case{8, 2, 4, 2, 4}, Case{1, 4, 2, 2, 1}, Case{2, 1, 4, 4, 2, 1},
+                 Case{4, 2, 8, 2, 2, 1}, Case{8, 1, 16, 4, 2, 2}}) {
     for (bool tp_pp_dp : {false, true}) {
       Plan p = make(k.tp, k.cp, k.ep, k.dp, k.pp, tp_pp_dp ? kTpPpDpOrder : kDefaultOrder);
+      p.expert_tp = k.etp;
+      const int etp = k.etp > 0 ? k.etp : k.tp;
       Mapping m = Mapping::from_order(p);
       INFO("tp " << k.tp << " cp " << k.cp << " ep " << k.ep << " dp " << k.dp << " pp " << k.pp
-                 << (tp_pp_dp ? " --use-tp-pp-dp-mapping" : " default"));
+                 << " expert tp " << etp << (tp_pp_dp ? " --use-tp-pp-dp-mapping" : " default"));
       // Dense generator: tp-cp-dp-pp or tp-cp-pp-dp (ep = 1).
       std::vector<std::pair<std::string, int>> dense =
           tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp},
@@ -75,15 +80,15 @@ TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both order
         std::sort(g.begin(), g.end());
         CHECK(g == megatron_groups(dense, to_string(d)));
       }
-      // Expert generator: tp = expert TP (= tp), ep, dp = world / (tp ep pp), cp = 1.
-      const int edp = k.cp * k.dp / k.ep;
+      // Expert generator: tp = expert TP, ep, dp = world / (expert-tp ep pp), cp = 1.
+      const int edp = k.tp * k.cp * k.dp / (etp * k.ep);
       std::vector<std::pair<std::string, int>> expert =
-          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", k.tp},
+          tp_pp_dp ? std::vector<std::pair<std::string, int>>{{"tp", etp},
                                                               {"ep", k.ep},
                                                               {"pp", k.pp},
                                                               {"dp", edp}}
                    : std::vector<std::pair<std::string, int>>{
-                         {"tp", k.tp}, {"ep", k.ep}, {"dp", edp}, {"pp", k.pp}};
+                         {"tp", etp}, {"ep", k.ep}, {"dp", edp}, {"pp", k.pp}};
       Groups ep = m.groups(Dim::ep);
       std::sort(ep.begin(), ep.end());
       CHECK(ep == megatron_groups(expert, "ep"));
@@ -95,7 +100,7 @@ TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both order
       Groups pp_expert = megatron_groups(expert, "pp");
       Groups pp_dense = m.groups(Dim::pp);
       std::sort(pp_dense.begin(), pp_dense.end());
-      CHECK((pp_expert == pp_dense) == (!tp_pp_dp || k.cp == k.ep || k.pp == 1));
+      if (etp == k.tp) CHECK((pp_expert == pp_dense) == (!tp_pp_dp || k.cp == k.ep || k.pp == 1));
       CHECK(expert_pp_mismatch(p) == (pp_expert != pp_dense));
     }
   }
@@ -406,6 +411,27 @@ TEST_CASE("Megatron-LM: activation offloading is written as --cpu-offloading and
   Plan r = count_only.plan;
   apply_layer_choices(count_only, 32, r);
   CHECK(r.offload_layers == 0);
+}
+
+TEST_CASE(
+    "Megatron-LM: expert TP below tp is written as --expert-tensor-parallel-size and read back") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("mixtral-8x7b");
+  RunContext run{c, m, JobSpec{}, Calibration{}};
+  Plan p = make(2, 1, 8, 8, 1, kDefaultOrder);
+  p.expert_tp = 1;
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  CHECK_THAT(text, Catch::Contains("--expert-model-parallel-size 8"));
+  CHECK_THAT(text, Catch::Contains("--expert-tensor-parallel-size 1"));
+  CHECK(read_back(text).plan.expert_tp == 1);
+  // At the default (expert TP = tp) the flag is left out.
+  p = make(2, 1, 4, 8, 1, kDefaultOrder);
+  map = Mapping::from_order(p);
+  t = build_rank_table(c, map, {});
+  CHECK_THAT(export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}}),
+             !Catch::Contains("--expert-tensor-parallel-size"));
 }
 
 TEST_CASE(

@@ -6,6 +6,8 @@
 
 #include "helpers.hpp"
 #include "topoplan/cost_dims.hpp"
+#include "topoplan/mapping.hpp"
+#include "topoplan/plan_check.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/search.hpp"
 
@@ -63,6 +65,74 @@ TEST_CASE("expert parallelism: all-to-alls by tier, experts sharded over ep") {
   CHECK(check_plan(c, dense, j, plan(2, 1, 2, 1, 8)) == PlanError::ep_dense);
   CHECK(check_plan(c, m, j, plan(1, 1, 16, 1, 16)) == PlanError::ep_experts);
   CHECK(check_plan(c, m, j, plan(2, 1, 8, 2, 4)) == PlanError::ep_dp);
+}
+
+TEST_CASE("MoE parallel folding: expert TP 1 lets EP span the TP ranks") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  // TP 2 x DP 8: EP 8 divides dp x cp only when the experts keep tp; EP 16 needs folding.
+  Plan folded = plan(2, 1, 16, 1, 8);
+  CHECK(check_plan(c, m, j, folded) == PlanError::ep_experts);  // Mixtral has 8 experts
+  folded = plan(2, 1, 8, 1, 8);
+  folded.expert_tp = 1;
+  REQUIRE(check_plan(c, m, j, folded) == PlanError::none);
+  // Megatron's expert generator with expert TP 1 (tp-ep-dp-pp): EP groups are consecutive ranks,
+  // each taking both ranks of a TP pair; expert DP strides over them.
+  Mapping map = Mapping::from_order(folded);
+  CHECK(map.groups(Dim::ep).front() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(map.expert_dp_groups().front() == std::vector<int>{0, 8});
+  CHECK(expert_replicas(folded) == 2.0);
+  // Experts per GPU: folded EP 8 holds one whole expert, as unfolded EP 4 x TP 2 does (the
+  // same weights), and twice unfolded EP 8's half expert; expert DP = 16 / (expert TP x EP).
+  const Evaluation a = eval(c, m, j, folded), b = eval(c, m, j, plan(2, 1, 4, 1, 8)),
+                   d = eval(c, m, j, plan(2, 1, 8, 1, 8));
+  CHECK(a.memory.weights == Approx(b.memory.weights).epsilon(1e-9));
+  CHECK(a.memory.weights > d.memory.weights);
+  CHECK(a.shapes[Dim::ep].size == 8);
+  CHECK(a.shapes[Dim::ep].span_tier == 0);  // ranks 0-7: one server
+  CHECK(a.expert_dp_shape.size == 2);
+  CHECK(d.expert_dp_shape.size <= 1);
+  CHECK(degrees_string(folded) == "tp 2 ep 8 (expert tp 1) pp 1 dp 8");
+  // Expert TP must divide tp, and needs experts.
+  Plan bad = plan(4, 1, 2, 1, 4);
+  bad.expert_tp = 3;
+  CHECK(check_plan(c, m, j, bad) == PlanError::expert_tp);
+  CHECK(describe(PlanError::expert_tp, c, m, j, bad) ==
+        "expert_tp: expected a divisor of tp 4, got 3");
+  Plan dense_fold = plan(2, 1, 1, 1, 8);
+  dense_fold.expert_tp = 1;
+  CHECK(check_plan(c, test::preset_model("llama3-8b"), j, dense_fold) == PlanError::expert_tp);
+  // EP x expert TP must divide tp x cp x dp: tp 4 x dp 4 takes EP 8 only with expert TP 1.
+  Plan wide = plan(4, 1, 8, 1, 4);
+  CHECK(check_plan(c, m, j, wide) == PlanError::ep_dp);
+  CHECK(describe(PlanError::ep_dp, c, m, j, wide) == "ep: 8 does not divide dp x cp = 4");
+  wide.expert_tp = 1;
+  CHECK(check_plan(c, m, j, wide) == PlanError::none);
+  Plan deep = plan(4, 1, 8, 2, 2);  // tp 4 x dp 2 per stage: EP 8 x expert TP 2 is too many
+  deep.expert_tp = 2;
+  CHECK(check_plan(c, m, j, deep) == PlanError::ep_dp);
+  CHECK(describe(PlanError::ep_dp, c, m, j, deep) ==
+        "ep: 8 does not divide tp x cp x dp / expert tp = 4");
+}
+
+TEST_CASE("the search folds EP over the TP ranks only when asked (--expert-tp 1)") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed[Dim::tp] = 2;
+  o.fixed[Dim::ep] = 8;
+  o.fixed[Dim::dp] = 4;
+  o.fixed[Dim::cp] = 1;
+  o.top_k = 3;
+  // tp 2 x dp 4 x pp 2: EP 8 exceeds dp x cp = 4 unless the experts fold over TP.
+  CHECK(search(c, m, j, Calibration{}, o).top.empty());
+  o.expert_tp = 1;
+  SearchResult r = search(c, m, j, Calibration{}, o);
+  REQUIRE_FALSE(r.top.empty());
+  CHECK(r.top.front().plan.expert_tp == 1);
+  CHECK(r.top.front().plan[Dim::ep] == 8);
 }
 
 TEST_CASE("DeepSeek-V3 on 2,048 H800: plans with EP across servers, all-to-all cost per tier") {

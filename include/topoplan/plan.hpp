@@ -39,8 +39,9 @@ enum class Recompute : std::uint8_t { none, selective, full, selective_op };
 [[nodiscard]] Recompute parse_recompute(const std::string& s, const std::string& what);
 
 /// Degrees follow Megatron-LM: world = tp x cp x dp x pp. EP does not multiply the world: expert
-/// layers re-divide it as tp x ep x expert-dp x pp (expert TP = tp, expert CP = 1), so ep must
-/// divide cp x dp.
+/// layers re-divide it as expert-tp x ep x expert-dp x pp (expert CP = 1), so ep x expert-tp must
+/// divide tp x cp x dp. Expert TP is tp unless set lower (Megatron-core's
+/// --expert-tensor-parallel-size, "MoE parallel folding": expert TP 1 lets EP span the TP ranks).
 struct Plan {
   DimArray<int> degree{{1, 1, 1, 1, 1}};
   int micro_batch = 1;
@@ -71,11 +72,22 @@ struct Plan {
   /// Megatron-core's --pipeline-model-parallel-layout: with interleaving, a stage's layers need
   /// not be a multiple of vpp (its model chunks differ by a layer); set from the software stack.
   bool flexible_layout = false;
+  /// Expert tensor parallelism for the MoE layers' experts (0: as tp). A divisor of tp; below tp
+  /// the expert groups fold over the TP ranks (see above).
+  int expert_tp = 0;
 
   [[nodiscard]] int operator[](Dim d) const { return degree[d]; }
   [[nodiscard]] int& operator[](Dim d) { return degree[d]; }
   [[nodiscard]] std::int64_t world() const;
 };
+
+/// The experts' tensor-parallel degree: Plan::expert_tp, or tp when unset.
+[[nodiscard]] int expert_tp_of(const Plan& p);
+/// Ranks of one pipeline stage that EP x expert-TP re-divide: tp x cp x dp.
+[[nodiscard]] std::int64_t expert_ranks(const Plan& p);
+/// Replicas of each expert weight: expert_ranks / (ep x expert-TP) (the expert data-parallel
+/// degree).
+[[nodiscard]] double expert_replicas(const Plan& p);
 
 /// Transformer layers per pipeline stage (per rank, over all its virtual stages): the first, each
 /// middle one, the last. Megatron-LM expresses an uneven split with

@@ -27,12 +27,14 @@ enum class PlanError : unsigned char {
   cp_seq,            ///< 2 x CP does not divide the sequence (load-balanced causal chunks)
   ep_dense,          ///< EP > 1 on a model without experts
   ep_experts,        ///< EP does not divide the experts
-  ep_dp,             ///< EP does not divide dp x cp (expert layers re-divide those ranks)
+  ep_dp,             ///< EP x expert TP does not divide tp x cp x dp (expert layers re-divide
+                     ///< those ranks)
   ep_order,          ///< expert and dense layers would get different pipeline groups
   gpus,              ///< more GPUs than the cluster has
   placement,         ///< GPUs are down: the TP groups do not fit whole on the usable GPUs
   offload,           ///< activation offloading with pp > 1 or recomputation, of every layer, or
                      ///< on a GPU without a host link (Megatron-core's rules)
+  expert_tp,         ///< expert TP not a divisor of tp, or set on a model without experts
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
@@ -47,8 +49,11 @@ enum class PlanError : unsigned char {
 /// recomputation, fewer than all layers; and a GPU with a host link to copy over.
 [[nodiscard]] PlanError offload_rule(const Cluster& c, const Model& m, const Plan& p);
 /// EP needs experts, must divide them, and must divide the ranks expert layers re-divide
-/// (`ep_ranks`: dp x cp for training, the replicas for inference).
+/// (`ep_ranks`: tp x cp x dp / expert TP for training, dp x cp at the default expert TP; the
+/// replicas for inference).
 [[nodiscard]] PlanError ep_rule(const ModelSpec& m, int ep, std::int64_t ep_ranks);
+/// Plan::expert_tp, when set apart from tp: a divisor of tp, on a model with experts.
+[[nodiscard]] PlanError expert_tp_rule(const ModelSpec& m, const Plan& p);
 /// A one-line explanation: the plan fields at fault ("tp: ...", "tp/pp/dp: ...", "micro_batch:
 /// ...") and the numbers. The CLI shows the fields as its flags.
 [[nodiscard]] std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpec& j,

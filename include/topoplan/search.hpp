@@ -37,6 +37,9 @@ struct SearchOptions {
   int zero = -1;                          ///< -1: searched (0-3; only 0 when dp = 1)
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
   std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
+  /// Experts' tensor parallelism: each plan takes min(expert_tp, tp), which must divide tp
+  /// (0: as tp, Megatron's default; 1: MoE parallel folding, EP over tp x cp x dp).
+  int expert_tp = 0;
   int top_k = 10;
   /// true: list only the best plan of each (degrees, micro-batch); false: every variant (vpp,
   /// ZeRO, recomputation, sequence parallelism, order) that is not an exact mirror.

@@ -21,6 +21,7 @@ struct PlanArgs {
   OutputOptions out;
   ChoiceOptions choice;
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, micro_batch = 0, vpp = 0, top = 10;
+  int expert_tp = 0;
   int max_tp = 0, max_cp = kDefaultMaxCp, max_ep = 0, max_pp = 0;
   int threads = 0;
   std::int64_t max_plans = 500'000'000;
@@ -68,6 +69,7 @@ int run_plan(const PlanArgs& a) {
   opt.max[Dim::cp] = a.max_cp;
   opt.max[Dim::ep] = a.max_ep;
   opt.max[Dim::pp] = a.max_pp;
+  opt.expert_tp = a.expert_tp;
   opt.threads = a.threads > 0 ? a.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar;
@@ -125,6 +127,10 @@ Runner register_plan(CLI::App& cmd) {
                                    {"--cp", &a->cp, "context-parallel degree"},
                                    {"--ep", &a->ep, "expert-parallel degree (MoE)"}})
     cmd.add_option(flag, *value, fmt::format("fix the {} (default: searched)", what));
+  cmd.add_option("--expert-tp", a->expert_tp,
+                 "experts' tensor-parallel degree: each plan's experts use min(this, tp), which "
+                 "must divide tp; 1 lets EP span the TP ranks (Megatron-core's MoE parallel "
+                 "folding; default: tp)");
   for (auto [flag, value, dim] : {std::tuple{"--max-tp", &a->max_tp, "tp"},
                                   {"--max-ep", &a->max_ep, "ep"},
                                   {"--max-pp", &a->max_pp, "pp"}})

@@ -46,6 +46,7 @@ void require_positive_counts(CLI::App& cmd) {
                                               "--dp",
                                               "--cp",
                                               "--ep",
+                                              "--expert-tp",
                                               "--vpp",
                                               "--max-tp",
                                               "--max-pp",
@@ -183,6 +184,10 @@ void add_plan_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--dp", o.dp, "data-parallel degree (default: GPUs / (tp x cp x pp))");
   cmd.add_option("--cp", o.cp, "context-parallel degree (default 1)");
   cmd.add_option("--ep", o.ep, "expert-parallel degree (default 1)");
+  cmd.add_option("--expert-tp", o.expert_tp,
+                 "tensor-parallel degree of the experts, a divisor of --tp (Megatron-core's "
+                 "--expert-tensor-parallel-size; default: --tp). Below --tp the expert groups fold "
+                 "over the TP ranks: ep x expert-tp divides tp x cp x dp");
   cmd.add_option("--micro-batch", o.micro_batch, "micro-batch size (default 1)");
   cmd.add_option("--vpp", o.vpp, "virtual pipeline stages per rank, interleaved 1F1B (default 1)");
   cmd.add_option("--order", o.order, "Megatron order string (default tp-cp-ep-dp-pp)");
@@ -357,6 +362,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--no-flash-attention",
                                                   "--tp-overlap",
                                                   "--ep-overlap",
+                                                  "--expert-tp",
                                                   "--grad-reduce-bf16",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",

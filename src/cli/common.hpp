@@ -78,6 +78,7 @@ struct PlanOptions {
   std::string stage_layers;  ///< --stage-layers 12,12,28,28 (empty: not given)
   int recompute_layers = 0;  ///< with --recompute full: layers per stage (0: all)
   int offload_layers = 0;    ///< --offload-layers: activation offloading (0: none)
+  int expert_tp = 0;         ///< --expert-tp (0: as tp)
   std::string order;
   ChoiceOptions choice;
   std::string plan_file;      ///< --plan: topoplan.plan/v1, topoplan.search/v1 or ranks

@@ -1,5 +1,10 @@
 // Resolves the plan under test from flags, a plan or rank file, or Megatron-LM arguments.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/common.hpp"
 #include "topoplan/error.hpp"
@@ -13,11 +18,30 @@
 namespace topoplan::cli {
 namespace {
 
-bool any_plan_flag(const PlanOptions& po) {
-  return po.tp || po.cp || po.ep || po.pp || po.dp || po.micro_batch || po.vpp ||
-         !po.order.empty() || po.choice.zero >= 0 || !po.choice.recompute.empty() ||
-         po.choice.sp_on || po.choice.sp_off || po.first_stage_layers || po.last_stage_layers ||
-         !po.stage_layers.empty() || po.recompute_layers || po.offload_layers;
+/// The plan flags given on the command line, by name (an imported plan excludes them all).
+std::vector<std::string> given_plan_flags(const PlanOptions& po) {
+  const std::pair<bool, const char*> flags[] = {{po.tp > 0, "--tp"},
+                                                {po.cp > 0, "--cp"},
+                                                {po.ep > 0, "--ep"},
+                                                {po.pp > 0, "--pp"},
+                                                {po.dp > 0, "--dp"},
+                                                {po.micro_batch > 0, "--micro-batch"},
+                                                {po.vpp > 0, "--vpp"},
+                                                {!po.order.empty(), "--order"},
+                                                {po.choice.zero >= 0, "--zero"},
+                                                {!po.choice.recompute.empty(), "--recompute"},
+                                                {po.choice.sp_on, "--sequence-parallel"},
+                                                {po.choice.sp_off, "--no-sequence-parallel"},
+                                                {po.first_stage_layers > 0, "--first-stage-layers"},
+                                                {po.last_stage_layers > 0, "--last-stage-layers"},
+                                                {!po.stage_layers.empty(), "--stage-layers"},
+                                                {po.recompute_layers > 0, "--recompute-layers"},
+                                                {po.offload_layers > 0, "--offload-layers"},
+                                                {po.expert_tp > 0, "--expert-tp"}};
+  std::vector<std::string> out;
+  for (const auto& [given, name] : flags)
+    if (given) out.emplace_back(name);
+  return out;
 }
 
 void check_fingerprint(const std::string& file, const char* what,
@@ -70,6 +94,7 @@ Plan plan_from_flags(const PlanOptions& po) {
                 "expected a positive number of layers, with --recompute full");
   p.recompute_layers = po.recompute_layers;
   p.offload_layers = po.offload_layers;
+  p.expert_tp = po.expert_tp;
   p.first_stage_layers = po.first_stage_layers;
   p.last_stage_layers = po.last_stage_layers;
   p.stage_layers = parse_stage_layers(po.stage_layers);
@@ -100,10 +125,9 @@ std::optional<ImportedPlan> imported_plan(const PlanOptions& po, std::string& so
 Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
   std::string source;
   const std::optional<ImportedPlan> imp = imported_plan(po, source);
-  if (imp && any_plan_flag(po))
+  if (const auto flags = given_plan_flags(po); imp && !flags.empty())
     throw_input(source, "",
-                "the plan comes from here: drop --tp/--pp/--dp/--cp/--ep/"
-                "--micro-batch/--order/--zero/--recompute/--sequence-parallel");
+                fmt::format("the plan comes from here: drop {}", fmt::join(flags, ", ")));
 
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
   if (imp) check_against_model(*imp, in.model.spec, source);

@@ -198,6 +198,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.plan[Dim::cp] = positive(f, value(i), source);
     } else if (f == "--expert-model-parallel-size") {
       out.plan[Dim::ep] = positive(f, value(i), source);
+    } else if (f == "--expert-tensor-parallel-size") {
+      out.plan.expert_tp = positive(f, value(i), source);
     } else if (f == "--micro-batch-size") {
       out.plan.micro_batch = positive(f, value(i), source);
     } else if (f == "--global-batch-size") {

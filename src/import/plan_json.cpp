@@ -36,6 +36,7 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
   out.plan.recompute_layers = static_cast<int>(c.int_at_least_or("recompute_layers", 1, 0));
   out.plan.offload_layers = static_cast<int>(c.int_at_least_or("offload_layers", 1, 0));
+  out.plan.expert_tp = static_cast<int>(c.int_at_least_or("expert_tp", 1, 0));
 }
 
 /// "cluster_spec" and "model_spec", kept as text with their location for the loaders.
@@ -76,6 +77,7 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "sequence_parallel",
                        "recompute_layers",
                        "offload_layers",
+                       "expert_tp",
                        "first_stage_layers",
                        "last_stage_layers",
                        "stage_layers",
