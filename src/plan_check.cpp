@@ -90,7 +90,7 @@ const char* short_reason(PlanError e) {
     case PlanError::gpus: return "more GPUs than the cluster has";
     case PlanError::placement: return "TP groups do not fit whole on the usable GPUs";
     case PlanError::offload: return "activation offloading not possible";
-    case PlanError::expert_tp: return "expert tp does not divide tp";
+    case PlanError::expert_tp: return "expert tp not a divisor of tp, or no experts";
   }
   return "?";
 }

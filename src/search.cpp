@@ -416,7 +416,7 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
         if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
         // The experts' TP (opt.expert_tp below tp folds EP over the TP ranks).
         const int etp = opt.expert_tp > 0 ? std::min(opt.expert_tp, tp) : tp;
-        if (m.spec.moe() && tp % etp != 0) {
+        if ((m.spec.moe() && tp % etp != 0) || (!m.spec.moe() && opt.expert_tp > 0)) {
           pre.reject(PlanError::expert_tp);
           continue;
         }

@@ -70,6 +70,8 @@ int run_plan(const PlanArgs& a) {
   opt.max[Dim::ep] = a.max_ep;
   opt.max[Dim::pp] = a.max_pp;
   opt.expert_tp = a.expert_tp;
+  if (a.expert_tp > 0 && !in.model.spec.moe())
+    throw_input("--expert-tp", "", fmt::format("{} has no experts", in.model.spec.name));
   opt.threads = a.threads > 0 ? a.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar;
