@@ -25,15 +25,19 @@ AccuracyBand measure(const Regime& want) {
       [&](const CalibrationResult& r) { return r.held_out && r.checked && r.kind == want.kind; });
   AccuracyBand out;
   out.measured = true;
-  // Narrowest first: kind, architecture and precision; kind and architecture; kind.
-  for (int level = 0; level < 3; ++level) {
+  // Narrowest first: kind, architecture, precision and model type; kind, architecture and model
+  // type; kind and model type; kind. Dense runs say nothing of an MoE model's error (its
+  // all-to-all and expert layers), nor the reverse.
+  for (int level = 0; level < 4; ++level) {
     std::vector<CalibrationResult> picked;
     for (const auto& r : rows)
-      if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.fp8 == want.fp8))
+      if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.fp8 == want.fp8) &&
+          (level >= 3 || r.moe == want.moe))
         picked.push_back(r);
     out.basis = to_string(want.kind);
     if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
     if (level < 1) out.basis = fmt::format("{}, {}", out.basis, want.fp8 ? "fp8" : "16-bit");
+    if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;
   }
@@ -45,9 +49,9 @@ AccuracyBand measure(const Regime& want) {
 AccuracyBand accuracy_band(const Regime& r, const Calibration& cal) {
   if (!is_builtin(cal)) return {};
   static std::mutex mu;
-  static std::map<std::tuple<RunKind, Arch, bool>, AccuracyBand> cache;
+  static std::map<std::tuple<RunKind, Arch, bool, bool>, AccuracyBand> cache;
   const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(r.kind, r.arch, r.fp8);
+  const auto key = std::make_tuple(r.kind, r.arch, r.fp8, r.moe);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, measure(r)).first;
   return it->second;

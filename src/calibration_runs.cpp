@@ -195,6 +195,7 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
     res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
     if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
     if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
+    if (res.kind != RunKind::collective) res.moe = run_model(r).spec.moe();
     if (keep && !keep(res)) continue;
     if (r.has("collective"))
       predict_collective(r, cal, res);

@@ -41,26 +41,38 @@ TEST_CASE("held-back runs: the prediction error stays within the bound the READM
 TEST_CASE("expected error: the held-back runs of the same kind, widened when they are few") {
   const auto rows = run_calibration(Calibration{});
   // Recount by hand what accuracy_band states for one regime: held-back, checked, same kind,
-  // architecture and precision.
-  auto by_hand = [&](RunKind k, Arch a, std::optional<bool> fp8) {
+  // architecture, precision and model type (dense or with experts).
+  auto by_hand = [&](RunKind k, Arch a, std::optional<bool> fp8, bool moe = false) {
     std::vector<CalibrationResult> picked;
     for (const auto& r : rows)
-      if (r.held_out && r.checked && r.kind == k && r.arch == a && (!fp8 || r.fp8 == *fp8))
+      if (r.held_out && r.checked && r.kind == k && r.arch == a && (!fp8 || r.fp8 == *fp8) &&
+          r.moe == moe)
         picked.push_back(r);
     return summarize(picked).all;
   };
   const AccuracyBand h = accuracy_band({RunKind::training, Arch::hopper, true}, Calibration{});
   REQUIRE(h.measured);
-  CHECK(h.basis == "training, hopper, fp8");
+  CHECK(h.basis == "training, hopper, fp8, dense");
   const ErrorSummary want = by_hand(RunKind::training, Arch::hopper, true);
   CHECK(h.held_out.runs == want.runs);
   CHECK(h.held_out.mean == Approx(want.mean));
   CHECK(h.held_out.worst == Approx(want.worst));
   CHECK(h.held_out.runs >= kMinBandRuns);
-  // Inference on Blackwell: no such held-back run, so the band widens to every inference run.
+  // An MoE model is measured on the MoE rows alone (DeepSeek-V3, the Qwen3 MoE rows), not on
+  // the dense ones: a different error.
+  const AccuracyBand moe =
+      accuracy_band({RunKind::training, Arch::hopper, true, true}, Calibration{});
+  CHECK(moe.basis == "training, hopper, fp8, MoE");
+  const ErrorSummary want_moe = by_hand(RunKind::training, Arch::hopper, true, true);
+  CHECK(moe.held_out.runs == want_moe.runs);
+  CHECK(moe.held_out.runs >= kMinBandRuns);
+  CHECK(moe.held_out.worst == Approx(want_moe.worst));
+  CHECK(moe.held_out.mean != Approx(h.held_out.mean));
+  // Inference on Blackwell: no such held-back run, so the band widens to every dense inference
+  // run (all of them are dense).
   const AccuracyBand b = accuracy_band({RunKind::inference, Arch::blackwell, true}, Calibration{});
   CHECK(by_hand(RunKind::inference, Arch::blackwell, std::nullopt).runs < kMinBandRuns);
-  CHECK(b.basis == "inference");
+  CHECK(b.basis == "inference, dense");
   int inference = 0;
   for (const auto& r : rows) inference += r.held_out && r.checked && r.kind == RunKind::inference;
   CHECK(b.held_out.runs == inference);

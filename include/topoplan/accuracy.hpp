@@ -12,6 +12,7 @@ struct Regime {
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;
   bool fp8 = false;
+  bool moe = false;  ///< a model with routed experts
 };
 
 struct AccuracyBand {
@@ -25,9 +26,10 @@ struct AccuracyBand {
 /// Fewest held-back runs a band stands on before it is widened.
 inline constexpr int kMinBandRuns = 3;
 
-/// The held-back, checked runs of the same kind, GPU architecture and precision; with fewer than
-/// kMinBandRuns of them, of the same kind and architecture; then of the same kind. Predicted with
-/// the built-in constants, once per regime per process.
+/// The held-back, checked runs of the same kind, GPU architecture, precision and model type (with
+/// experts or dense); with fewer than kMinBandRuns of them, of the same kind, architecture and
+/// model type; then of the same kind and model type; then of the same kind. Predicted with the
+/// built-in constants, once per regime per process.
 [[nodiscard]] AccuracyBand accuracy_band(const Regime& r, const Calibration& cal);
 
 /// True when every constant of `cal` is the built-in value.

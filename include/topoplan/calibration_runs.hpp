@@ -30,6 +30,7 @@ struct CalibrationResult {
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;  ///< of the run's GPUs
   bool fp8 = false;          ///< FP8 training, or FP8 weights when serving
+  bool moe = false;          ///< the model has routed experts
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
 
