@@ -31,8 +31,9 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
           ? ring_all_gather(fab, tp, core.tp_gather_bytes).time
           : c;
   const std::array<double, 4> fwd_half{gather, c, gather, c};
+  const std::array<double, 4> scale{1, 1, core.tp_mlp_scale, core.tp_mlp_scale};
   double total = 0;
-  for (double f : fwd_half) total += each * (f + c);
+  for (std::size_t i = 0; i < fwd_half.size(); ++i) total += each * scale[i] * (fwd_half[i] + c);
   t.total = core.layers_per_stage * total;
   if (!overlap) {
     t.exposed = t.total;
@@ -44,8 +45,8 @@ CommTime tp_time(const PlanCore& core, const GroupShape& tp, const Fabric& fab,
   const double frac = cal.tp_overlap_exposed_fraction;
   double per_layer = 0;
   for (std::size_t i = 0; i < core.tp_hide.size(); ++i) {
-    const double fwd = core.tp_hide[i], f = fwd_half[i];
-    per_layer += each * (std::max(frac * f, f - fwd) + std::max(frac * c, c - 2 * fwd));
+    const double fwd = core.tp_hide[i], f = scale[i] * fwd_half[i], b = scale[i] * c;
+    per_layer += each * (std::max(frac * f, f - fwd) + std::max(frac * b, b - 2 * fwd));
   }
   t.exposed = core.layers_per_stage * per_layer;
   return t;

@@ -239,6 +239,18 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
 
 }  // namespace
 
+double tp_mlp_scale(const Model& m, const Plan& p) {
+  if (!m.spec.moe() || m.spec.layers <= 0) return 1.0;
+  // Megatron-core's all-to-all dispatcher: after the dispatch, the token copies a rank received
+  // are all-gathered over expert TP, and reduce-scattered back before the combine (top_k copies
+  // per token instead of the dense MLP's one); a shared expert is a dense MLP beside them.
+  const int tp = p[Dim::tp], etp = expert_tp_of(p);
+  const double routed = etp > 1 ? static_cast<double>(m.spec.top_k) * etp / tp : 0.0;
+  const double moe = routed + (m.spec.shared_experts > 0 ? 1.0 : 0.0);
+  const double f = moe_layers_in(m, 1.0);
+  return (1.0 - f) + f * moe;
+}
+
 double moe_layers_in(const Model& m, double layers) {
   return layers * static_cast<double>(m.counts.moe_layers) / static_cast<double>(m.spec.layers);
 }
@@ -416,6 +428,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double op_again =
       p.recompute == Recompute::selective_op ? (p.sequence_parallel ? 1.0 : 2.0) : 0.0;
   core.tp_per_layer = 4 + 2 * again + op_again;
+  core.tp_mlp_scale = tp_mlp_scale(m, p);
   core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
   core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
   core.ep_per_layer = 4 + 2 * again;

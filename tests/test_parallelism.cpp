@@ -116,6 +116,28 @@ TEST_CASE("MoE parallel folding: expert TP 1 lets EP span the TP ranks") {
         "ep: 8 does not divide tp x cp x dp / expert tp = 4");
 }
 
+TEST_CASE("MoE layers' TP collectives: top_k token copies over expert TP, none when folded") {
+  // Megatron-core's all-to-all dispatcher all-gathers the received token copies over expert TP
+  // after the dispatch and reduce-scatters them before the combine.
+  const Model mixtral = test::preset_model("mixtral-8x7b");  // top 2, every layer MoE
+  const Model deepseek = test::preset_model("deepseek-v3");  // top 8, a shared expert, 3 dense
+  Plan unfolded = plan(2, 1, 4, 1, 8), folded = plan(2, 1, 8, 1, 8);
+  folded.expert_tp = 1;
+  CHECK(tp_mlp_scale(test::preset_model("llama3-8b"), unfolded) == 1.0);
+  CHECK(tp_mlp_scale(mixtral, unfolded) == Approx(2.0));
+  CHECK(tp_mlp_scale(mixtral, folded) == Approx(0.0));
+  CHECK(tp_mlp_scale(deepseek, unfolded) == Approx((3.0 + 58.0 * 9.0) / 61.0));
+  CHECK(tp_mlp_scale(deepseek, folded) == Approx(1.0));
+  // The stage's TP traffic: attention's two halves plus the MLP's, scaled. bf16, no
+  // recomputation: every half costs the same, so unfolded / folded = (2 + 2 x 2) / (2 + 0).
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  JobSpec j;
+  unfolded.sequence_parallel = folded.sequence_parallel = true;
+  const Evaluation a = eval(c, mixtral, j, unfolded), b = eval(c, mixtral, j, folded);
+  REQUIRE(b.comm[Dim::tp] > 0);
+  CHECK(a.comm[Dim::tp] / b.comm[Dim::tp] == Approx(3.0).epsilon(1e-6));
+}
+
 TEST_CASE("the search folds EP over the TP ranks only when asked (--expert-tp 1)") {
   Cluster c = test::preset_cluster("dgx-h100", 2);
   Model m = test::preset_model("mixtral-8x7b");

@@ -38,6 +38,9 @@ struct StageCompute {
 };
 /// Of `layers` transformer layers, how many are MoE layers (in the model's proportion).
 [[nodiscard]] double moe_layers_in(const Model& m, double layers);
+/// PlanCore::tp_mlp_scale: the MLP's TP collectives relative to a dense MLP's, averaged over the
+/// layers (MoE layers: top_k x expert-TP / tp for the routed experts, +1 for a shared expert).
+[[nodiscard]] double tp_mlp_scale(const Model& m, const Plan& p);
 /// A layer's forward matmul seconds split by the TP collective each overlaps with (QKV,
 /// attention output, MLP input, MLP output), in proportion to their FLOPs.
 [[nodiscard]] std::array<double, 4> tp_hide_times(const Model& m, double linear_fwd_s);

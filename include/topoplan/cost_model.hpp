@@ -102,8 +102,13 @@ struct PlanCore {
   /// attention output, MLP input, MLP output.
   std::array<double, 4> tp_hide{};
   double tp_per_layer = 0;  ///< 4; 6 forward recomputed (partial: averaged); 5 op-level
-  double cp_bytes = 0;      ///< one K/V chunk a CP rank passes on
-  double ep_bytes = 0;      ///< one all-to-all's buffer per GPU
+  /// The MLP's two TP collectives per layer, relative to a dense MLP's, averaged over the stage's
+  /// layers: 1 for dense layers; an MoE layer gathers and scatters its received token copies
+  /// over expert TP (top_k times a dense MLP's tokens, none at expert TP 1) plus a dense MLP's
+  /// for a shared expert.
+  double tp_mlp_scale = 1;
+  double cp_bytes = 0;  ///< one K/V chunk a CP rank passes on
+  double ep_bytes = 0;  ///< one all-to-all's buffer per GPU
   double ep_per_layer = 0;
   double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
   double pp_bytes = 0;
