@@ -70,7 +70,8 @@ struct Candidate {
 };
 
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
-/// the smaller tp, then pp, then dp, then micro-batch, then vpp, then the smaller ZeRO stage, less
+/// the smaller tp, then pp, then dp, then cp, then ep, then expert TP as tp before a folded one,
+/// then micro-batch, then vpp, then the smaller ZeRO stage, less
 /// recomputation, sequence parallelism off before on, then an order Megatron-LM can launch
 /// (its default, then --use-tp-pp-dp-mapping), then the order compared dimension by dimension
 /// with tp < cp < ep < dp < pp.
