@@ -414,13 +414,16 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
         if (pp > m.spec.layers) continue;
         const int dp = n / tp / cp / pp;
         if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
-        // The experts' TP (opt.expert_tp below tp folds EP over the TP ranks).
-        const int etp = opt.expert_tp > 0 ? std::min(opt.expert_tp, tp) : tp;
-        if ((m.spec.moe() && tp % etp != 0) || (!m.spec.moe() && opt.expert_tp > 0)) {
+        // The experts' TP: opt.expert_tp below tp folds EP over the TP ranks.
+        Plan base;
+        base.degree = DimArray<int>{{tp, cp, 1, dp, pp}};  // Dim order
+        if (opt.expert_tp > 0 && opt.expert_tp < tp) base.expert_tp = opt.expert_tp;
+        if (expert_tp_rule(m.spec, base) != PlanError::none ||
+            (!m.spec.moe() && opt.expert_tp > 0)) {
           pre.reject(PlanError::expert_tp);
           continue;
         }
-        const std::int64_t ep_ranks = static_cast<std::int64_t>(dp) * cp * (tp / etp);
+        const std::int64_t ep_ranks = expert_ranks(base) / expert_tp_of(base);
         std::vector<int> eps{1};
         if (m.spec.moe())
           eps = degree_options(ep_ranks, fixed(Dim::ep), max(Dim::ep));
@@ -432,9 +435,9 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
             pre.reject(e);
             continue;
           }
-          Plan p;
-          p.degree = DimArray<int>{{tp, cp, ep, dp, pp}};  // Dim order
-          if (etp != tp && ep > 1) p.expert_tp = etp;
+          Plan p = base;
+          p[Dim::ep] = ep;
+          if (ep == 1) p.expert_tp = 0;  // no experts split: their TP is moot
           configs.push_back(p);
         }
       }
