@@ -118,7 +118,9 @@ void predict_training(const detail::JsonCursor& r, const Calibration& cal, Calib
   opt.order = kDefaultOrder;
   if (pc.has("cp")) opt.fixed[Dim::cp] = static_cast<int>(pc.positive_int("cp"));
   if (pc.has("ep")) opt.fixed[Dim::ep] = static_cast<int>(pc.positive_int("ep"));
-  if (pc.has("expert_tp")) opt.expert_tp = static_cast<int>(pc.positive_int("expert_tp"));
+  // A published run states a folded expert TP; unstated, it ran Megatron's default (as tp).
+  opt.expert_tp =
+      pc.has("expert_tp") ? static_cast<int>(pc.positive_int("expert_tp")) : kExpertTpAsTp;
   opt.zero =
       static_cast<int>(pc.int_at_least_or("zero", 0, jc.has("stack") ? std::max(st.zero, 0) : 0));
   if (pc.string("recompute") != "search")

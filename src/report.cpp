@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
@@ -184,6 +185,54 @@ std::string placement_text(const RunContext& ctx, const Plan& p, const Placement
                    c.mixed() ? ", both with the default layer split" : "", s.candidates);
 }
 
+namespace {
+
+/// The ranked plans, one row each: degrees, choices, step time, throughput, memory, and where
+/// each dimension's groups sit (a column per dimension any listed plan uses).
+std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top) {
+  std::string out;
+  std::vector<Dim> tiers;
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp})
+    for (const auto& cand : top)
+      if (cand.plan[d] > 1) {
+        tiers.push_back(d);
+        break;
+      }
+  // The experts' TP: a column only when a listed plan folds it below tp.
+  const bool etp_column = std::any_of(top.begin(), top.end(), [](const Candidate& cand) {
+    return cand.plan[Dim::ep] > 1 && expert_tp_of(cand.plan) != cand.plan[Dim::tp];
+  });
+  out += fmt::format("{:>4} {:>4} {:>3} {:>3} ", "rank", "tp", "cp", "ep");
+  if (etp_column) out += fmt::format("{:>3} ", "etp");
+  out += fmt::format(
+      "{:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} {:>8} {:>6} {:>8} ", "pp",
+      "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s", "tokens/s", "TFLOP/s", "MFU",
+      "mem GiB");
+  for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
+  out += "\n";
+  int rank = 1;
+  for (const auto& cand : top) {
+    const auto& e = cand.eval;
+    out += fmt::format("{:>4} {:>4} {:>3} {:>3} ", rank++, cand.plan[Dim::tp], cand.plan[Dim::cp],
+                       cand.plan[Dim::ep]);
+    if (etp_column)
+      out += fmt::format("{:>3} ", cand.plan[Dim::ep] > 1 ? std::to_string(expert_tp_of(cand.plan))
+                                                          : std::string("-"));
+    out += fmt::format(
+        "{:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% "
+        "{:>8.1f} ",
+        cand.plan[Dim::pp], cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp,
+        short_order_string(cand.plan), cand.plan.zero, recompute_string(cand.plan),
+        cand.plan.sequence_parallel ? "on" : "-", e.step_time, thousands(e.tokens_per_s),
+        units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu, units::to_GiB(e.memory.total()));
+    for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
   std::string out = "topoplan plan: " + context_line(ctx) + "\n";
   out += fmt::format("costed {} plans; {} more do not fit in memory", r.evaluated, r.out_of_memory);
@@ -212,36 +261,7 @@ std::string plan_report_text(const RunContext& ctx, const SearchResult& r) {
                          infeasible_reason(ctx, r.closest_unfit->eval));
     return out + "\n";
   }
-  // Where each dimension's groups sit: one column per dimension any listed plan uses.
-  std::vector<Dim> tiers;
-  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp})
-    for (const auto& cand : r.top)
-      if (cand.plan[d] > 1) {
-        tiers.push_back(d);
-        break;
-      }
-  out += fmt::format(
-      "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} "
-      "{:>11} {:>8} {:>6} {:>8} ",
-      "rank", "tp", "cp", "ep", "pp", "dp", "mb", "vpp", "order", "zero", "recompute", "sp",
-      "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
-  for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
-  out += "\n";
-  int rank = 1;
-  for (const auto& cand : r.top) {
-    const auto& e = cand.eval;
-    out += fmt::format(
-        "{:>4} {:>4} {:>3} {:>3} {:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} "
-        "{:>11} "
-        "{:>8.1f} {:>5.1f}% {:>8.1f} ",
-        rank++, cand.plan[Dim::tp], cand.plan[Dim::cp], cand.plan[Dim::ep], cand.plan[Dim::pp],
-        cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp, short_order_string(cand.plan),
-        cand.plan.zero, recompute_string(cand.plan), cand.plan.sequence_parallel ? "on" : "-",
-        e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
-        100.0 * e.mfu, units::to_GiB(e.memory.total()));
-    for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
-    out += "\n";
-  }
+  out += plans_table(ctx, r.top);
   out += fmt::format("\n{}\n", detail::accuracy_line(detail::band_for(ctx)));
   out += "\nwhy #1 wins:\n";
   for (const auto& line : explain_winner(ctx, r)) out += "  - " + line + "\n";

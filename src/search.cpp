@@ -388,6 +388,44 @@ void check_options(const Model& m, const SearchOptions& opt, int n, int cluster_
     throw_input("ep", "", fmt::format("{} is a dense model (no experts)", m.spec.name));
 }
 
+/// The experts' TP degrees a configuration of tensor-parallel degree tp is costed with (Plan::
+/// expert_tp, 0 = as tp): opt.expert_tp > 0 fixes min(it, tp); unset, a model with experts tries
+/// tp (Megatron's default) and 1 (EP over the TP ranks, Megatron-core's advice for fine-grained
+/// experts). The degrees between are left to --expert-tp: they double the search again (tp 8).
+std::vector<int> expert_tp_options(const Model& m, const SearchOptions& opt, int tp) {
+  if (opt.expert_tp > 0) return {opt.expert_tp < tp ? opt.expert_tp : 0};
+  if (opt.expert_tp < 0 || !m.spec.moe() || tp == 1) return {0};
+  return {0, 1};
+}
+
+/// Adds `base` (degrees and expert TP set) with every EP degree its expert layers allow. A folded
+/// expert TP only with EP > 1: without experts split, their TP is moot (and the plan is the
+/// unfolded one's).
+void add_expert_degrees(const Model& m, const SearchOptions& opt, const Plan& base,
+                        std::vector<Plan>& configs, Partial& pre) {
+  const int fixed_ep = opt.fixed[Dim::ep];
+  const std::int64_t ep_ranks = expert_ranks(base) / expert_tp_of(base);
+  std::vector<int> eps{1};
+  if (m.spec.moe())
+    eps = degree_options(ep_ranks, fixed_ep, opt.max[Dim::ep]);
+  else if (fixed_ep > 1)
+    pre.reject(PlanError::ep_dense);
+  for (int ep : eps) {
+    if (fixed_ep && ep != fixed_ep) continue;
+    if (const PlanError e = ep_rule(m.spec, ep, ep_ranks); e != PlanError::none) {
+      pre.reject(e);
+      continue;
+    }
+    Plan p = base;
+    p[Dim::ep] = ep;
+    if (ep == 1) {
+      if (base.expert_tp > 0 && opt.expert_tp <= 0) continue;  // the unfolded plan has it
+      p.expert_tp = 0;
+    }
+    configs.push_back(p);
+  }
+}
+
 /// Every set of degrees (tp, cp, pp, dp, ep) within the bounds that passes the per-dimension
 /// rules (plan_check.hpp), so the workers only see candidates that can run.
 std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& j,
@@ -414,31 +452,16 @@ std::vector<Plan> list_degrees(const Cluster& c, const Model& m, const JobSpec& 
         if (pp > m.spec.layers) continue;
         const int dp = n / tp / cp / pp;
         if (fixed(Dim::dp) && dp != fixed(Dim::dp)) continue;
-        // The experts' TP: opt.expert_tp below tp folds EP over the TP ranks.
-        Plan base;
-        base.degree = DimArray<int>{{tp, cp, 1, dp, pp}};  // Dim order
-        if (opt.expert_tp > 0 && opt.expert_tp < tp) base.expert_tp = opt.expert_tp;
-        if (expert_tp_rule(m.spec, base) != PlanError::none ||
-            (!m.spec.moe() && opt.expert_tp > 0)) {
-          pre.reject(PlanError::expert_tp);
-          continue;
-        }
-        const std::int64_t ep_ranks = expert_ranks(base) / expert_tp_of(base);
-        std::vector<int> eps{1};
-        if (m.spec.moe())
-          eps = degree_options(ep_ranks, fixed(Dim::ep), max(Dim::ep));
-        else if (fixed(Dim::ep) > 1)
-          pre.reject(PlanError::ep_dense);
-        for (int ep : eps) {
-          if (fixed(Dim::ep) && ep != fixed(Dim::ep)) continue;
-          if (const PlanError e = ep_rule(m.spec, ep, ep_ranks); e != PlanError::none) {
-            pre.reject(e);
+        for (int etp : expert_tp_options(m, opt, tp)) {
+          Plan base;
+          base.degree = DimArray<int>{{tp, cp, 1, dp, pp}};  // Dim order
+          base.expert_tp = etp;
+          if (expert_tp_rule(m.spec, base) != PlanError::none ||
+              (!m.spec.moe() && opt.expert_tp > 0)) {
+            pre.reject(PlanError::expert_tp);
             continue;
           }
-          Plan p = base;
-          p[Dim::ep] = ep;
-          if (ep == 1) p.expert_tp = 0;  // no experts split: their TP is moot
-          configs.push_back(p);
+          add_expert_degrees(m, opt, base, configs, pre);
         }
       }
     }

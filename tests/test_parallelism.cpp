@@ -138,7 +138,7 @@ TEST_CASE("MoE layers' TP collectives: top_k token copies over expert TP, none w
   CHECK(a.comm[Dim::tp] / b.comm[Dim::tp] == Approx(3.0).epsilon(1e-6));
 }
 
-TEST_CASE("the search folds EP over the TP ranks only when asked (--expert-tp 1)") {
+TEST_CASE("the search tries the experts' TP at tp and at 1 unless it is fixed (--expert-tp)") {
   Cluster c = test::preset_cluster("dgx-h100", 2);
   Model m = test::preset_model("mixtral-8x7b");
   JobSpec j;
@@ -149,12 +149,38 @@ TEST_CASE("the search folds EP over the TP ranks only when asked (--expert-tp 1)
   o.fixed[Dim::cp] = 1;
   o.top_k = 3;
   // tp 2 x dp 4 x pp 2: EP 8 exceeds dp x cp = 4 unless the experts fold over TP.
+  o.expert_tp = kExpertTpAsTp;
   CHECK(search(c, m, j, Calibration{}, o).top.empty());
+  o.expert_tp = 8;  // min(8, tp): as tp
+  CHECK(search(c, m, j, Calibration{}, o).top.empty());
+  for (int etp : {0, 1}) {  // searched, or fixed at 1
+    INFO("expert_tp option " << etp);
+    o.expert_tp = etp;
+    SearchResult r = search(c, m, j, Calibration{}, o);
+    REQUIRE_FALSE(r.top.empty());
+    CHECK(r.top.front().plan.expert_tp == 1);
+    CHECK(r.top.front().plan[Dim::ep] == 8);
+  }
+  // EP free: the searched plans are the union of the two fixed searches, nothing twice (a folded
+  // expert TP without EP is the unfolded plan, costed once).
+  o.fixed[Dim::ep] = 0;
+  o.expert_tp = kExpertTpAsTp;
+  const SearchResult as_tp = search(c, m, j, Calibration{}, o);
   o.expert_tp = 1;
-  SearchResult r = search(c, m, j, Calibration{}, o);
-  REQUIRE_FALSE(r.top.empty());
-  CHECK(r.top.front().plan.expert_tp == 1);
-  CHECK(r.top.front().plan[Dim::ep] == 8);
+  const SearchResult folded = search(c, m, j, Calibration{}, o);
+  o.expert_tp = 0;
+  const SearchResult both = search(c, m, j, Calibration{}, o);
+  o.fixed[Dim::ep] = 1;
+  const SearchResult no_ep = search(c, m, j, Calibration{}, o);
+  const auto plans = [](const SearchResult& r) { return r.evaluated + r.out_of_memory; };
+  CHECK(plans(both) == plans(as_tp) + plans(folded) - plans(no_ep));
+  CHECK(plans(folded) > plans(no_ep));
+  // A dense model has no experts to fold: the same search either way.
+  const Model dense = test::preset_model("llama3-8b");
+  o.fixed[Dim::ep] = 0;
+  const SearchResult d0 = search(c, dense, j, Calibration{}, o);
+  o.expert_tp = kExpertTpAsTp;
+  CHECK(plans(search(c, dense, j, Calibration{}, o)) == plans(d0));
 }
 
 TEST_CASE("DeepSeek-V3 on 2,048 H800: plans with EP across servers, all-to-all cost per tier") {

@@ -47,3 +47,23 @@ TEST_CASE("the plan report explains the winner and names the tiers") {
   CHECK(doc["plans"][0]["schema"] == "topoplan.plan/v1");
   CHECK(doc["plans"].size() == r.top.size());
 }
+
+TEST_CASE("the plan table shows the experts' TP (etp) only when a listed plan folds it") {
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed = {2, 1, 8, 4, 0};  // tp cp ep dp pp: EP 8 needs the TP ranks (expert TP 1)
+  o.top_k = 2;
+  RunContext ctx{c, m, j, Calibration{}};
+  const SearchResult folded = search(c, m, j, ctx.cal, o);
+  REQUIRE_FALSE(folded.top.empty());
+  const std::string text = plan_report_text(ctx, folded);
+  CHECK_THAT(text, Catch::Contains("  ep etp   pp"));
+  CHECK_THAT(text, Catch::Contains("   1    2   1   8   1    2"));  // rank tp cp ep etp pp
+  o.fixed = {2, 1, 2, 4, 0};  // EP 2 within dp x cp: expert TP as tp is searched first
+  o.expert_tp = kExpertTpAsTp;
+  const SearchResult plain = search(c, m, j, ctx.cal, o);
+  REQUIRE_FALSE(plain.top.empty());
+  CHECK_THAT(plan_report_text(ctx, plain), !Catch::Contains("etp"));
+}

@@ -24,6 +24,9 @@ inline constexpr int kDefaultMaxCp = 32;
 /// smaller bubble for any layer count.
 inline constexpr int kMaxSearchedVpp = 64;
 
+/// SearchOptions::expert_tp: the experts' TP is each plan's tp, not searched.
+inline constexpr int kExpertTpAsTp = -1;
+
 struct SearchOptions {
   DimArray<int> fixed{};  ///< 0: searched; otherwise that degree is fixed
   /// Upper bounds on searched degrees (0: none). CP defaults to at most kDefaultMaxCp.
@@ -37,8 +40,9 @@ struct SearchOptions {
   int zero = -1;                          ///< -1: searched (0-3; only 0 when dp = 1)
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
   std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
-  /// Experts' tensor parallelism: each plan takes min(expert_tp, tp), which must divide tp
-  /// (0: as tp, Megatron's default; 1: MoE parallel folding, EP over tp x cp x dp).
+  /// Experts' tensor parallelism (MoE models): 0 searched, each plan's tp (Megatron's default)
+  /// and 1 (MoE parallel folding, EP over tp x cp x dp); kExpertTpAsTp as tp; N > 0: each plan
+  /// takes min(N, tp), which must divide tp.
   int expert_tp = 0;
   int top_k = 10;
   /// true: list only the best plan of each (degrees, micro-batch); false: every variant (vpp,

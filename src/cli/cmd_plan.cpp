@@ -130,9 +130,10 @@ Runner register_plan(CLI::App& cmd) {
                                    {"--ep", &a->ep, "expert-parallel degree (MoE)"}})
     cmd.add_option(flag, *value, fmt::format("fix the {} (default: searched)", what));
   cmd.add_option("--expert-tp", a->expert_tp,
-                 "experts' tensor-parallel degree: each plan's experts use min(this, tp), which "
-                 "must divide tp; 1 lets EP span the TP ranks (Megatron-core's MoE parallel "
-                 "folding; default: tp)");
+                 "fix the experts' tensor-parallel degree: each plan's experts use min(this, tp), "
+                 "which must divide tp; 1 lets EP span the TP ranks (Megatron-core's MoE parallel "
+                 "folding). Default: searched, tp and 1 for each plan (a value at least the "
+                 "largest tp keeps it equal to tp, Megatron's default)");
   for (auto [flag, value, dim] : {std::tuple{"--max-tp", &a->max_tp, "tp"},
                                   {"--max-ep", &a->max_ep, "ep"},
                                   {"--max-pp", &a->max_pp, "pp"}})
