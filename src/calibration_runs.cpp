@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "detail/json_input.hpp"
 #include "detail/names.hpp"
@@ -57,10 +58,9 @@ Model run_model(const detail::JsonCursor& r) {
   return Model(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
 }
 
-void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
+void predict_inference(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
                        CalibrationResult& out) {
   Cluster c = run_cluster(r);
-  Model m = run_model(r);
   auto w = r.at("inference");
   InferenceJob j;
   j.prompt_len = w.positive_int("prompt_len");
@@ -81,9 +81,9 @@ void predict_inference(const detail::JsonCursor& r, const Calibration& cal,
                          e.decode.tp * 1e3);
 }
 
-void predict_training(const detail::JsonCursor& r, const Calibration& cal, CalibrationResult& out) {
+void predict_training(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
+                      CalibrationResult& out) {
   Cluster c = run_cluster(r);
-  Model m = run_model(r);
   auto jc = r.at("job");
   // The run's software stack sets the defaults (as --stack does); keys the row gives win.
   const SoftwareStack& st =
@@ -197,14 +197,17 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
     res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
     if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
     if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
-    if (res.kind != RunKind::collective) res.moe = run_model(r).spec.moe();
+    // The model is parsed once: the filter needs its type, the prediction the rest.
+    std::optional<Model> m;
+    if (res.kind != RunKind::collective) m = run_model(r);
+    res.moe = m && m->spec.moe();
     if (keep && !keep(res)) continue;
-    if (r.has("collective"))
+    if (res.kind == RunKind::collective)
       predict_collective(r, cal, res);
-    else if (r.has("inference"))
-      predict_inference(r, cal, res);
+    else if (res.kind == RunKind::inference)
+      predict_inference(r, *m, cal, res);
     else
-      predict_training(r, cal, res);
+      predict_training(r, *m, cal, res);
     if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
     out.push_back(res);
   }
