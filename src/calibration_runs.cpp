@@ -59,7 +59,7 @@ Model run_model(const detail::JsonCursor& r) {
 }
 
 void predict_inference(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
-                       CalibrationResult& out) {
+                       CalibrationResult& out, RunExplanation* x) {
   Cluster c = run_cluster(r);
   auto w = r.at("inference");
   InferenceJob j;
@@ -79,19 +79,21 @@ void predict_inference(const detail::JsonCursor& r, const Model& m, const Calibr
   out.note = fmt::format("token {:.2f} ms: memory {:.2f}, overhead {:.2f}, tp {:.2f}",
                          e.token_latency * 1e3, e.decode.memory * 1e3, e.decode.overhead * 1e3,
                          e.decode.tp * 1e3);
+  if (x) {
+    x->cluster = c;
+    x->serving = j;
+    x->plan = p;
+    x->serving_eval = e;
+  }
 }
 
-void predict_training(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
-                      CalibrationResult& out) {
-  Cluster c = run_cluster(r);
-  auto jc = r.at("job");
-  // The run's software stack sets the defaults (as --stack does); keys the row gives win.
-  const SoftwareStack& st =
-      find_stack(jc.opt_string("stack").value_or("megatron-core"), r.source());
+/// A training row's job: the keys it gives, the rest as its software stack sets them (as --stack
+/// does).
+JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std::string& source) {
   JobSpec j;
   j.seq_len = jc.positive_int("seq_len");
   j.global_batch = jc.positive_int("global_batch");
-  j.dtype = parse_dtype(jc.string("dtype"), r.source());
+  j.dtype = parse_dtype(jc.string("dtype"), source);
   j.flash_attention = jc.boolean_or("flash_attention", st.flash_attention);
   j.overlap_grad_reduce = jc.boolean_or("overlap_grad_reduce", st.overlap_grad_reduce);
   j.overlap_param_gather =
@@ -109,6 +111,16 @@ void predict_training(const detail::JsonCursor& r, const Model& m, const Calibra
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
   j.activation_offload =
       jc.boolean_or("activation_offload", jc.has("stack") && st.activation_offload);
+  return j;
+}
+
+void predict_training(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
+                      CalibrationResult& out, RunExplanation* x) {
+  Cluster c = run_cluster(r);
+  auto jc = r.at("job");
+  const SoftwareStack& st =
+      find_stack(jc.opt_string("stack").value_or("megatron-core"), r.source());
+  const JobSpec j = run_job(jc, st, r.source());
   validate(j, c.gpu());
   auto pc = r.at("plan");
   SearchOptions opt;
@@ -157,6 +169,12 @@ void predict_training(const detail::JsonCursor& r, const Model& m, const Calibra
                       ? fmt::format(", {} layers' activations offloaded", best->plan.offload_layers)
                       : "",
                   e.fits ? "" : ", DOES NOT FIT in memory");
+  if (x) {
+    x->cluster = c;
+    x->job = j;
+    x->plan = best->plan;
+    x->eval = e;
+  }
 }
 
 }  // namespace
@@ -172,46 +190,95 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_
   return run_calibration_where(cal, [](const CalibrationResult& r) { return !r.held_out; });
 }
 
+namespace {
+
+/// A row's identity, role and kind (what a RowFilter sees), with its model parsed once: the
+/// filter needs its type, the prediction the rest.
+CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& m) {
+  CalibrationResult res;
+  res.name = r.string("name");
+  res.source = r.string("source");
+  res.family = r.string("family");
+  res.metric = r.at("measured").string("metric");
+  res.measured = r.at("measured").positive("value");
+  res.checked = r.boolean_or("checked", true);
+  const std::string role = r.has("role") ? r.string("role") : "fit";
+  if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
+  res.held_out = role == "holdout";
+  res.kind = r.has("collective")  ? RunKind::collective
+             : r.has("inference") ? RunKind::inference
+                                  : RunKind::training;
+  res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
+  if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
+  if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
+  if (res.kind != RunKind::collective) m = run_model(r);
+  res.moe = m && m->spec.moe();
+  return res;
+}
+
+void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const Calibration& cal,
+                 CalibrationResult& res, RunExplanation* x) {
+  if (res.kind == RunKind::collective)
+    predict_collective(r, cal, res);
+  else if (res.kind == RunKind::inference)
+    predict_inference(r, *m, cal, res, x);
+  else
+    predict_training(r, *m, cal, res, x);
+  if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
+}
+
+detail::JsonCursor runs_array(nlohmann::json& doc) {
+  const std::string source = std::string("configs/") + kRunsFile;
+  doc = detail::parse_json(runs_text(), source);
+  return detail::JsonCursor(doc, source).at("runs");
+}
+
+}  // namespace
+
 std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
                                                      const RowFilter& keep) {
-  const std::string source = std::string("configs/") + kRunsFile;
-  auto doc = detail::parse_json(runs_text(), source);
-  detail::JsonCursor top(doc, source);
-  auto runs = top.at("runs");
+  nlohmann::json doc;
+  const auto runs = runs_array(doc);
   std::vector<CalibrationResult> out;
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
-    auto r = runs.at(i);
-    CalibrationResult res;
-    res.name = r.string("name");
-    res.source = r.string("source");
-    res.family = r.string("family");
-    res.metric = r.at("measured").string("metric");
-    res.measured = r.at("measured").positive("value");
-    res.checked = r.boolean_or("checked", true);
-    const std::string role = r.has("role") ? r.string("role") : "fit";
-    if (role != "fit" && role != "holdout") r.fail("role", "\"fit\" or \"holdout\"");
-    res.held_out = role == "holdout";
-    res.kind = r.has("collective")  ? RunKind::collective
-               : r.has("inference") ? RunKind::inference
-                                    : RunKind::training;
-    res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
-    if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
-    if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
-    // The model is parsed once: the filter needs its type, the prediction the rest.
+    const auto r = runs.at(i);
     std::optional<Model> m;
-    if (res.kind != RunKind::collective) m = run_model(r);
-    res.moe = m && m->spec.moe();
+    CalibrationResult res = row_header(r, m);
     if (keep && !keep(res)) continue;
-    if (res.kind == RunKind::collective)
-      predict_collective(r, cal, res);
-    else if (res.kind == RunKind::inference)
-      predict_inference(r, *m, cal, res);
-    else
-      predict_training(r, *m, cal, res);
-    if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
+    predict_row(r, m, cal, res, nullptr);
     out.push_back(res);
   }
   return out;
+}
+
+RunExplanation explain_run(const Calibration& cal, const std::string& name) {
+  nlohmann::json doc;
+  const auto runs = runs_array(doc);
+  std::vector<std::size_t> hits;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < runs.array_size(); ++i) {
+    const std::string n = runs.at(i).string("name");
+    if (n == name) {
+      hits = {i};
+      break;
+    }
+    if (n.find(name) != std::string::npos) hits.push_back(i), names.push_back(n);
+  }
+  if (hits.size() != 1) {
+    std::string which = hits.empty() ? "matches none" : fmt::format("matches {}:", hits.size());
+    for (std::size_t k = 0; k < names.size() && k < 3; ++k) which += " '" + names[k] + "',";
+    if (names.size() > 3) which += " ...";
+    if (!names.empty() && which.back() == ',') which.pop_back();
+    throw_input("--explain", "",
+                fmt::format("expected the name of one calibration run, or a part of it that one "
+                            "name contains, got '{}' ({}; topoplan calibrate lists them)",
+                            name, which));
+  }
+  const auto r = runs.at(hits.front());
+  RunExplanation x;
+  x.result = row_header(r, x.model);
+  predict_row(r, x.model, cal, x.result, &x);
+  return x;
 }
 
 std::vector<FittedConstant> default_fitted_constants() {

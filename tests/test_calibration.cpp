@@ -38,6 +38,36 @@ TEST_CASE("held-back runs: the prediction error stays within the bound the READM
   CHECK(s.fit.mean <= 0.03);
 }
 
+TEST_CASE("calibrate --explain: one row's prediction with the plan and evaluation it came from") {
+  const Calibration cal;
+  const auto all = run_calibration(cal);
+  // Korthikanti's 22B row measures the step time: the explanation's evaluation is the figure.
+  const RunExplanation x = explain_run(cal, "Korthikanti 22B, 8 x A100, full recompute");
+  REQUIRE(x.eval);
+  REQUIRE(x.cluster);
+  CHECK(x.result.metric == "iteration_time_s");
+  CHECK(x.eval->step_time == Approx(x.result.predicted).epsilon(1e-12));
+  CHECK(x.plan.recompute == Recompute::full);
+  CHECK(x.cluster->gpu_count() == x.plan.world());
+  const auto row = std::find_if(
+      all.begin(), all.end(), [&](const CalibrationResult& r) { return r.name == x.result.name; });
+  REQUIRE(row != all.end());
+  CHECK(row->predicted == x.result.predicted);
+  CHECK(row->note == x.result.note);
+  // A part of a name that one row contains finds it; a serving row carries its evaluation.
+  const RunExplanation ttft = explain_run(cal, "GPT-J 6B time to first token, A100, TP 1, 2048");
+  REQUIRE(ttft.serving_eval);
+  CHECK(ttft.serving_eval->ttft * 1e3 == Approx(ttft.result.predicted).epsilon(1e-12));
+  CHECK_FALSE(ttft.eval);
+  // A collective row has no plan to show; none or several matches are input errors.
+  CHECK_FALSE(explain_run(cal, "8 x A100 tiny all-reduce").eval);
+  CHECK_THROWS_AS(explain_run(cal, "no such run"), InputError);
+  CHECK_THROWS_AS(explain_run(cal, "Korthikanti"), InputError);
+  const std::string text = run_explanation_report(x, cal, "table");
+  CHECK_THAT(text, Catch::StartsWith("calibration run: Korthikanti 22B"));
+  CHECK_THAT(text, Catch::Contains("where the time goes"));
+}
+
 TEST_CASE("expected error: the held-back runs of the same kind, widened when they are few") {
   const auto rows = run_calibration(Calibration{});
   // Recount by hand what accuracy_band states for one regime: held-back, checked, same kind,

@@ -3,10 +3,13 @@
 /// compiled in): each is re-predicted with the current calibration and compared.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "topoplan/calibration.hpp"
+#include "topoplan/cost_model.hpp"
+#include "topoplan/inference.hpp"
 #include "topoplan/topology.hpp"
 
 namespace topoplan {
@@ -55,6 +58,29 @@ using RowFilter = std::function<bool(const CalibrationResult&)>;
 /// Re-predicts the runs `keep` accepts.
 [[nodiscard]] std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
                                                                    const RowFilter& keep);
+
+/// One row re-predicted, with what the prediction came from (calibrate --explain): a training
+/// row's cluster, model, job, the plan its search found and that plan's evaluation; a serving
+/// row's the same with the serving job and evaluation; a collective row's result alone.
+struct RunExplanation {
+  CalibrationResult result;
+  std::optional<Cluster> cluster;
+  std::optional<Model> model;
+  std::optional<JobSpec> job;           ///< training
+  std::optional<InferenceJob> serving;  ///< inference
+  Plan plan;
+  std::optional<Evaluation> eval;             ///< training
+  std::optional<InferenceEval> serving_eval;  ///< inference
+};
+/// The row named `name`, or the one row whose name contains it (InputError naming the matches
+/// when none or several do), re-predicted with `cal`.
+[[nodiscard]] RunExplanation explain_run(const Calibration& cal, const std::string& name);
+/// calibrate --explain's output: the row (name, set, source, published and predicted figures)
+/// and the prediction's breakdown as evaluate prints it; "json": topoplan.calibration-run/v1, the
+/// row under "run" and evaluate's JSON (training or serving; null for a collective) under
+/// "prediction". `cal` is the calibration the row was re-predicted with.
+[[nodiscard]] std::string run_explanation_report(const RunExplanation& x, const Calibration& cal,
+                                                 const std::string& format);
 
 /// One constant `fit_calibration` chose: where it started and where it ended, in table units.
 struct FittedConstant {

@@ -18,6 +18,7 @@ struct CalibrateArgs {
   bool cross_validate = false;
   std::vector<std::string> fit_keys;
   std::string fit_output;
+  std::string explain;
   OutputOptions out;
 };
 
@@ -71,6 +72,8 @@ int run_calibrate(const CalibrateArgs& a) {
       text += md ? fmt::format("| `{}` | {:.4g} | {} | {} |\n", e.key, v, e.unit, e.source)
                  : fmt::format("{:<34} {:>10.4g}  {:<30} {}\n", e.key, v, e.unit, e.source);
     }
+  } else if (!a.explain.empty()) {
+    text = run_explanation_report(explain_run(cal, a.explain), cal, a.out.format);
   } else if (a.cross_validate) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     text = cross_validation_report(cross_validate(cal, fit_keys(a), threads), a.out.format);
@@ -107,6 +110,11 @@ Runner register_calibrate(CLI::App& cmd) {
       ->delimiter(',');
   cmd.add_option("--fit-output", a->fit_output,
                  "with --fit: write the fitted constants as a --calibration file");
+  cmd.add_option("--explain", a->explain,
+                 "one run's prediction explained: the plan its search found, with evaluate's "
+                 "breakdown of where the step goes (NAME: the run's name, or a part of it one "
+                 "name contains)")
+      ->excludes(fit);
   add_output_options(cmd, a->out, {"table", "markdown", "json"});
   return [a] { return run_calibrate(*a); };
 }
