@@ -103,6 +103,21 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
                               to_string(d), w.plan[d], span_name(c, w.eval.shapes[d]), exposed,
                               100.0 * exposed / w.eval.step_time));
   }
+  // The experts' TP, folded or not: the same plan with the other choice.
+  if (const auto& o = r.other_expert_tp) {
+    const bool folded = expert_tp_of(w.plan) != w.plan[Dim::tp];
+    const double pct = 100.0 * (o->eval.step_time / w.eval.step_time - 1.0);
+    const std::string cost = o->eval.fits
+                                 ? fmt::format("{:.3f} s per step, {:.1f}% {}", o->eval.step_time,
+                                               std::abs(pct), pct >= 0 ? "slower" : "faster")
+                                 : "does not fit (" + infeasible_reason(ctx, o->eval) + ")";
+    out.push_back(folded ? fmt::format("expert tp = {}: EP spans the TP ranks (MoE parallel "
+                                       "folding); with expert tp = tp the same plan takes {}",
+                                       expert_tp_of(w.plan), cost)
+                         : fmt::format("expert tp = tp = {}: folded (expert tp 1, EP over the TP "
+                                       "ranks) the same plan takes {}",
+                                       w.plan[Dim::tp], cost));
+  }
   // The same degrees laid out the worst way (found by the search): what the mapping is worth.
   if (r.worst_order) {
     const Candidate& worst = *r.worst_order;

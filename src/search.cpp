@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "topoplan/error.hpp"
+#include "topoplan/plan_check.hpp"
 
 namespace topoplan {
 
@@ -522,6 +523,19 @@ std::optional<Candidate> worst_order(const Cluster& c, const Model& m, const Job
   return std::nullopt;
 }
 
+/// A MoE winner with EP over TP ranks: the same plan with the other expert TP (tp <-> 1), when the
+/// rules allow it (what folding is worth).
+std::optional<Candidate> other_expert_tp(const Cluster& c, const Model& m, const JobSpec& j,
+                                         const Calibration& cal, const Candidate& w) {
+  if (!m.spec.moe() || w.plan[Dim::ep] <= 1 || w.plan[Dim::tp] <= 1 || !w.devices.empty())
+    return std::nullopt;
+  Candidate alt = w;
+  alt.plan.expert_tp = expert_tp_of(w.plan) == w.plan[Dim::tp] ? 1 : 0;
+  if (check_plan(c, m, j, alt.plan) != PlanError::none) return std::nullopt;
+  alt.eval = evaluate(c, m, j, alt.plan, Mapping::from_order(alt.plan), cal);
+  return alt;
+}
+
 }  // namespace
 
 namespace {
@@ -595,8 +609,10 @@ SearchResult search_orders(const Cluster& c, const Model& m, const JobSpec& j,
   r.out_of_memory = all.out_of_memory;
   if (r.top.empty())
     r.closest_unfit = std::move(all.closest_unfit);
-  else
+  else {
     r.worst_order = worst_order(c, m, j, cal, r.top.front());
+    r.other_expert_tp = other_expert_tp(c, m, j, cal, r.top.front());
+  }
   std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [e, cnt] : all.rejected) r.rejected.emplace_back(short_reason(e), cnt);

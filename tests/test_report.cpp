@@ -67,3 +67,34 @@ TEST_CASE("the plan table shows the experts' TP (etp) only when a listed plan fo
   REQUIRE_FALSE(plain.top.empty());
   CHECK_THAT(plan_report_text(ctx, plain), !Catch::Contains("etp"));
 }
+
+TEST_CASE("why #1 wins says what the experts' TP choice is worth, the other choice costed") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  SearchOptions o;
+  o.fixed = {2, 2, 8, 0, 0};  // tp cp ep: EP 8 fits in cp x dp, or folds over TP
+  o.top_k = 1;
+  RunContext ctx{c, m, j, Calibration{}};
+  const SearchResult r = search(c, m, j, ctx.cal, o);
+  REQUIRE_FALSE(r.top.empty());
+  REQUIRE(r.other_expert_tp);
+  const Candidate& w = r.top.front();
+  const Candidate& alt = *r.other_expert_tp;
+  // The same plan but for the experts' TP, costed as evaluate costs it.
+  CHECK(alt.plan.degree == w.plan.degree);
+  CHECK(alt.plan.micro_batch == w.plan.micro_batch);
+  CHECK(expert_tp_of(alt.plan) != expert_tp_of(w.plan));
+  const Evaluation again = evaluate(c, m, j, alt.plan, Mapping::from_order(alt.plan), ctx.cal);
+  CHECK(again.step_time == alt.eval.step_time);
+  // The search ranked the winner first, so the other choice is not faster.
+  CHECK(alt.eval.step_time >= w.eval.step_time);
+  bool said = false;
+  for (const auto& line : explain_winner(ctx, r)) said = said || line.find("expert tp") == 0;
+  CHECK(said);
+  // A dense model has no such line.
+  const Model dense = test::preset_model("llama3-8b");
+  o.fixed = {2, 0, 0, 0, 0};
+  RunContext dctx{c, dense, j, Calibration{}};
+  CHECK_FALSE(search(c, dense, j, dctx.cal, o).other_expert_tp);
+}

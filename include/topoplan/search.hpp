@@ -89,6 +89,9 @@ struct SearchResult {
   /// The best plan's degrees and choices laid out the slowest way, when that is slower: what its
   /// mapping is worth (reports explain the winner with it).
   std::optional<Candidate> worst_order;
+  /// A MoE best plan with EP and tp > 1: the same plan with the experts' TP switched between tp
+  /// and 1 (MoE parallel folding), when the rules allow it; what the choice is worth.
+  std::optional<Candidate> other_expert_tp;
   std::int64_t evaluated = 0;      ///< plans costed (communication and totals)
   std::int64_t out_of_memory = 0;  ///< plans rejected for memory before their orders were costed
   std::vector<std::pair<std::string, std::int64_t>> rejected;  ///< reason, count (before costing)
