@@ -110,6 +110,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"ll_max_busbw_GBps.two_servers", &c.ll_max_busbw_two_servers, 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, 2 nodes (Intel hosts; AMD 22.5)"},
       {"ll_max_busbw_GBps.more_servers", &c.ll_max_busbw_more_servers, 1e-9, "GB/s bus bandwidth", "NCCL src/graph/tuning.cc, llMaxBws, 3 or more nodes (Intel hosts; AMD 19.0)"},
       {"switch_hop_latency_us", &c.switch_hop_latency, 1e6, "us", "estimate: two more switch traversals per tier above the leaf"},
+      {"grad_accumulation_bytes_per_param", &c.grad_accumulation_bytes_per_param, 1, "bytes per parameter", "counted from DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, update_hp_grads after each backward): the bf16 gradient read (2), cast to fp32 written and read (4 + 4), the fp32 sum read and written (4 + 4)"},
       {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter", "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
       {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-LM DDP default bucket size, 40M parameters"},

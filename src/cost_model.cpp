@@ -92,16 +92,25 @@ struct StageParams {
   [[nodiscard]] double max() const { return std::max({first, last, middle}); }
 };
 
+/// One layer's parameters held by one GPU: the dense ones split over tp, the routed experts over
+/// ep x expert TP.
+struct LayerShare {
+  double dense = 0, expert = 0;
+};
+LayerShare layer_share(const Model& m, const Plan& p) {
+  const auto& k = m.counts;
+  return {static_cast<double>(k.layer_params - k.layer_expert_params) / p[Dim::tp],
+          static_cast<double>(k.layer_expert_params) / (expert_tp_of(p) * p[Dim::ep])};
+}
+
 /// Parameters held by one GPU of the first and of the last pipeline stage, and of those the
 /// routed experts' (sharded over ep x tp instead of tp).
 StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu = nullptr) {
   const double t = p[Dim::tp];
-  const double ep = p[Dim::ep];
   const int pp = p[Dim::pp];
   const StageLayers split = split_of(p, m.spec.layers);
   const auto& k = m.counts;
-  const double expert_layer = static_cast<double>(k.layer_expert_params) / (expert_tp_of(p) * ep);
-  const double dense_layer = static_cast<double>(k.layer_params - k.layer_expert_params) / t;
+  const auto [dense_layer, expert_layer] = layer_share(m, p);
   // The most loaded stage's experts (the ZeRO shards and expert gradients are sized by it).
   if (experts_per_gpu) *experts_per_gpu = static_cast<double>(split.max()) * expert_layer;
   const double first = static_cast<double>(split.first) * (dense_layer + expert_layer);
@@ -260,6 +269,13 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   const double tokens =
       static_cast<double>(p.micro_batch) * static_cast<double>(j.seq_len) / p[Dim::cp];
   const LayerWork w = layer_work(m, j, p, cal, gpu);
+  // DeepSpeed's BF16_Optimizer: after each micro-batch's backward, a pass over the stage's
+  // parameters adds their bf16 gradients into fp32 copies (JobSpec::grad_accumulation_pass).
+  const LayerShare share = layer_share(m, p);
+  const double accumulate = j.grad_accumulation_pass ? layers * (share.dense + share.expert) *
+                                                           cal.grad_accumulation_bytes_per_param /
+                                                           (gpu.hbm_bandwidth * cal.hbm_efficiency)
+                                                     : 0.0;
   StageCompute out;
   out.attention_fwd = tokens * w.attention_fwd_s;
   out.linear_fwd = tokens * w.linear_fwd_s;
@@ -272,11 +288,12 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
     const LayerWork k = layer_work(m, j, kept, cal, gpu);
     out.matmul = tokens * (again * w.matmul_s + (layers - again) * k.matmul_s + w.logits_matmul_s);
     out.elementwise = tokens * (again * w.elementwise_s + (layers - again) * k.elementwise_s +
-                                w.logits_elementwise_s);
+                                w.logits_elementwise_s) +
+                      accumulate;
     return out;
   }
   out.matmul = tokens * (layers * w.matmul_s + w.logits_matmul_s);
-  out.elementwise = tokens * (layers * w.elementwise_s + w.logits_elementwise_s);
+  out.elementwise = tokens * (layers * w.elementwise_s + w.logits_elementwise_s) + accumulate;
   return out;
 }
 

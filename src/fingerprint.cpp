@@ -58,8 +58,8 @@ std::string fingerprint(const JobSpec& j) {
                            j.flash_attention, j.tp_comm_overlap, j.overlap_grad_reduce,
                            j.overlap_p2p)) +
          (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
-         (j.fa2_attention ? "-fa2" : "") + (j.eager ? "-eager" : "") +
-         (j.fp8_tp_all_gather ? "-fp8-ag" : "");
+         (j.grad_accumulation_pass ? "-grad-accum-pass" : "") + (j.fa2_attention ? "-fa2" : "") +
+         (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "");
 }
 
 }  // namespace topoplan

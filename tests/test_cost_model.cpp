@@ -183,6 +183,28 @@ TEST_CASE("gradients in bf16 (--grad-reduce-bf16): half the gradient memory and 
   CHECK(eval(c, m, j, p).memory.gradients == Approx(fp16.memory.gradients));
 }
 
+TEST_CASE("a gradient accumulation pass (--grad-accumulation-pass) after each micro-batch") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.global_batch = 64;
+  Plan p = plan(1, 1, 8);  // pp 1: every layer on the stage; 64 / 8 = 8 micro-batches
+  const Evaluation fused = eval(c, m, j, p);
+  j.grad_accumulation_pass = true;
+  const Evaluation pass = eval(c, m, j, p);
+  const Calibration cal;
+  const double layer_params = static_cast<double>(m.counts.layer_params);
+  const double per_microbatch = static_cast<double>(m.spec.layers) * layer_params *
+                                cal.grad_accumulation_bytes_per_param /
+                                (c.gpu().hbm_bandwidth * cal.hbm_efficiency);
+  REQUIRE(fused.microbatches == 8);
+  CHECK(pass.compute.elementwise - fused.compute.elementwise ==
+        Approx(8 * per_microbatch).epsilon(1e-9));
+  CHECK(pass.compute.matmul == Approx(fused.compute.matmul));
+  CHECK(pass.step_time - fused.step_time == Approx(8 * per_microbatch).epsilon(1e-6));
+  CHECK(pass.memory.total() == Approx(fused.memory.total()));
+}
+
 TEST_CASE("in-network reduction (SHARP) on the leaf speeds up DP all-reduces, not the rest") {
   ClusterSpec s = load_cluster("dgx-h100", "test");
   s.nodes = 16;

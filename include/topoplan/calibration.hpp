@@ -95,6 +95,9 @@ struct Calibration {
   /// Bytes per parameter of the gradients data parallelism reduces: Megatron-LM reduces bf16
   /// training's gradients in fp32 and fp16 training's in fp16.
   double grad_reduce_bytes_bf16 = 4.0;
+  /// JobSpec::grad_accumulation_pass: HBM traffic per parameter per micro-batch (read the bf16
+  /// gradient, write and read its fp32 cast, read and write the fp32 sum).
+  double grad_accumulation_bytes_per_param = 18.0;
   double grad_reduce_bytes_fp16 = 2.0;
   /// Gradient bucket size, parameters; the last bucket cannot overlap the backward pass.
   double dp_bucket_params = 40e6;

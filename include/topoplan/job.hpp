@@ -43,6 +43,10 @@ struct JobSpec {
   /// (Megatron-LM --grad-reduce-in-bf16, NeMo's grad_sync_dtype: bf16): half the gradient memory
   /// and DP traffic. fp16 training reduces in fp16 either way.
   bool grad_reduce_bf16 = false;
+  /// Each micro-batch's bf16 gradients are cast to fp32 and added into fp32 copies in a separate
+  /// pass over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 in its
+  /// config); Megatron-LM's fused gradient accumulation writes them from the weight-gradient GEMM.
+  bool grad_accumulation_pass = false;
   bool overlap_p2p = true;  ///< PP sends overlapped with compute in the steady state
   /// Interleaved pipeline stages need not hold a multiple of vpp layers (the stack has
   /// Megatron-core's --pipeline-model-parallel-layout); plans take it as Plan::flexible_layout.

@@ -113,6 +113,10 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--grad-reduce-bf16", o.grad_reduce_bf16,
                "bf16/fp8 training keeps and reduces gradients in bf16, not fp32 (Megatron-LM "
                "--grad-reduce-in-bf16, NeMo grad_sync_dtype: bf16)");
+  cmd.add_flag("--grad-accumulation-pass", o.grad_accumulation_pass,
+               "each micro-batch's bf16 gradients are added into fp32 copies in a separate pass "
+               "over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 "
+               "in the DeepSpeed config); Megatron-LM fuses it into the weight-gradient GEMM");
   // An on/off pair whose default comes from the stack: the two exclude each other.
   auto flag_pair = [&](const char* on, bool& on_value, const char* on_help, const char* off,
                        bool& off_value, const char* off_help) {
@@ -308,6 +312,8 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.tp_comm_overlap = pick("--tp-overlap", true, f.tp_comm_overlap, st.tp_comm_overlap);
   job.ep_comm_overlap = pick("--ep-overlap", true, f.ep_comm_overlap, false);
   job.grad_reduce_bf16 = pick("--grad-reduce-bf16", true, f.grad_reduce_bf16, false);
+  job.grad_accumulation_pass =
+      pick("--grad-accumulation-pass", true, f.grad_accumulation_pass, false);
   // A pair: the "--no-" flag wins outright, then as pick().
   auto pick_pair = [&](const char* on, const char* off, const std::optional<bool>& recorded,
                        bool stack_value) {
@@ -364,6 +370,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--ep-overlap",
                                                   "--expert-tp",
                                                   "--grad-reduce-bf16",
+                                                  "--grad-accumulation-pass",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",
                                                   "--fp8-tp-all-gather",

@@ -39,6 +39,7 @@ struct InputOptions {
   bool tp_overlap = false;
   bool ep_overlap = false;
   bool grad_reduce_bf16 = false;
+  bool grad_accumulation_pass = false;
   bool fa2_attention = false;
   bool no_fa2_attention = false;
   bool fp8_tp_all_gather = false;

@@ -47,6 +47,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"overlap_grad_reduce", job.overlap_grad_reduce},
           {"overlap_param_gather", job.overlap_param_gather},
           {"grad_reduce_bf16", job.grad_reduce_bf16},
+          {"grad_accumulation_pass", job.grad_accumulation_pass},
           {"fa2_attention", job.fa2_attention},
           {"fp8_tp_all_gather", job.fp8_tp_all_gather},
           {"eager", job.eager},

@@ -108,6 +108,8 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("tp_comm_overlap")) out.tp_comm_overlap = c.boolean_or("tp_comm_overlap", false);
   if (c.has("ep_comm_overlap")) out.ep_comm_overlap = c.boolean_or("ep_comm_overlap", false);
   if (c.has("grad_reduce_bf16")) out.grad_reduce_bf16 = c.boolean_or("grad_reduce_bf16", false);
+  if (c.has("grad_accumulation_pass"))
+    out.grad_accumulation_pass = c.boolean_or("grad_accumulation_pass", false);
   if (c.has("fa2_attention")) out.fa2_attention = c.boolean_or("fa2_attention", false);
   if (c.has("fp8_tp_all_gather")) out.fp8_tp_all_gather = c.boolean_or("fp8_tp_all_gather", false);
   if (c.has("eager")) out.eager = c.boolean_or("eager", false);
@@ -162,8 +164,8 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   if (c.has("job")) {
     const auto job = c.at("job");
     job.warn_unknown_keys({"seq_len", "global_batch", "dtype", "flash_attention", "tp_comm_overlap",
-                           "ep_comm_overlap", "grad_reduce_bf16", "fa2_attention",
-                           "fp8_tp_all_gather", "eager", "overlap_grad_reduce",
+                           "ep_comm_overlap", "grad_reduce_bf16", "grad_accumulation_pass",
+                           "fa2_attention", "fp8_tp_all_gather", "eager", "overlap_grad_reduce",
                            "overlap_param_gather", "overlap_p2p"});
     read_job(job, out);
   }
