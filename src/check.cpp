@@ -93,6 +93,19 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
 
   tier_findings(ctx, plan, mapping, e, alts, opt, r.findings);
 
+  // MoE: the experts' other TP choice (folded over the TP ranks or not), when clearly faster.
+  if (const auto alt = with_other_expert_tp(c, ctx.model, ctx.job, ctx.cal, plan);
+      alt && alt->eval.fits && alt->eval.step_time < (1.0 - opt.tier_min_gain) * e.step_time)
+    r.findings.push_back(
+        {"expert-tp", Severity::warning,
+         fmt::format("expert tp {} (--expert-tp {}) takes {:.3f} s per step, {:.1f}% faster than "
+                     "expert tp {}: {}",
+                     expert_tp_of(alt->plan), expert_tp_of(alt->plan), alt->eval.step_time,
+                     100.0 * (1.0 - alt->eval.step_time / e.step_time), expert_tp_of(plan),
+                     expert_tp_of(alt->plan) == 1
+                         ? "fold the experts over the TP ranks (Megatron-core MoE parallel folding)"
+                         : "keep the experts' TP at tp")});
+
   const GroupShape& tp = e.shapes[Dim::tp];
   for (Dim d : {Dim::pp, Dim::dp}) {
     const GroupShape& g = e.shapes[d];

@@ -523,20 +523,17 @@ std::optional<Candidate> worst_order(const Cluster& c, const Model& m, const Job
   return std::nullopt;
 }
 
-/// A MoE winner with EP over TP ranks: the same plan with the other expert TP (tp <-> 1), when the
-/// rules allow it (what folding is worth).
-std::optional<Candidate> other_expert_tp(const Cluster& c, const Model& m, const JobSpec& j,
-                                         const Calibration& cal, const Candidate& w) {
-  if (!m.spec.moe() || w.plan[Dim::ep] <= 1 || w.plan[Dim::tp] <= 1 || !w.devices.empty())
-    return std::nullopt;
-  Candidate alt = w;
-  alt.plan.expert_tp = expert_tp_of(w.plan) == w.plan[Dim::tp] ? 1 : 0;
+}  // namespace
+
+std::optional<Candidate> with_other_expert_tp(const Cluster& c, const Model& m, const JobSpec& j,
+                                              const Calibration& cal, const Plan& p) {
+  if (!m.spec.moe() || p[Dim::ep] <= 1 || p[Dim::tp] <= 1) return std::nullopt;
+  Candidate alt{p, {}, {}, {}, 0};
+  alt.plan.expert_tp = expert_tp_of(p) == p[Dim::tp] ? 1 : 0;
   if (check_plan(c, m, j, alt.plan) != PlanError::none) return std::nullopt;
   alt.eval = evaluate(c, m, j, alt.plan, Mapping::from_order(alt.plan), cal);
   return alt;
 }
-
-}  // namespace
 
 namespace {
 
@@ -611,7 +608,8 @@ SearchResult search_orders(const Cluster& c, const Model& m, const JobSpec& j,
     r.closest_unfit = std::move(all.closest_unfit);
   else {
     r.worst_order = worst_order(c, m, j, cal, r.top.front());
-    r.other_expert_tp = other_expert_tp(c, m, j, cal, r.top.front());
+    if (r.top.front().devices.empty())  // an explicit placement is not re-placed here
+      r.other_expert_tp = with_other_expert_tp(c, m, j, cal, r.top.front().plan);
   }
   std::sort(all.rejected.begin(), all.rejected.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -85,7 +85,7 @@ TEST_CASE("check output for CI systems: GitHub annotations and JUnit XML") {
   CHECK(lines == static_cast<int>(r.findings.size()));
   std::string xml = check_junit(r);
   CHECK_THAT(xml, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>"));
-  CHECK_THAT(xml, Catch::Contains("tests=\"8\" failures=\"3\""));
+  CHECK_THAT(xml, Catch::Contains("tests=\"9\" failures=\"3\""));
   CHECK_THAT(xml, Catch::Contains(
                       "<testcase classname=\"topoplan.check\" name=\"tp-tier\">\n      <failure"));
   auto doc = nlohmann::json::parse(check_json(ctx, r));
@@ -107,4 +107,27 @@ TEST_CASE("check flags expert-parallel groups placed across servers when they fi
   CHECK_THAT(ep->message, Catch::Contains("span leaf"));
   Plan inside = test::plan(2, 1, 8, "tp-cp-ep-dp-pp", 1, 4);
   CHECK_FALSE(find(run_check(ctx, inside, Mapping::from_order(inside), CheckOptions{}), "ep-tier"));
+}
+
+TEST_CASE("check warns when the experts' other TP choice is clearly faster (expert-tp)") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  RunContext ctx{c, m, j, Calibration{}};
+  // tp 2 cp 2 ep 8 pp 2 dp 4, experts unfolded: folding them over TP is costed and faster.
+  Plan p;
+  p.degree = DimArray<int>{{2, 2, 8, 4, 2}};
+  p.sequence_parallel = true;
+  const CheckResult r = run_check(ctx, p, Mapping::from_order(p), CheckOptions{});
+  const auto alt = with_other_expert_tp(c, m, j, ctx.cal, p);
+  REQUIRE(alt);
+  REQUIRE(r.eval);
+  CHECK(alt->eval.step_time < 0.95 * r.eval->step_time);
+  const Finding* f = find(r, "expert-tp");
+  REQUIRE(f);
+  CHECK(f->severity == Severity::warning);
+  CHECK_THAT(f->message, Catch::Contains("--expert-tp 1"));
+  // The folded plan itself: the unfolded one is slower, so no finding.
+  p.expert_tp = 1;
+  CHECK_FALSE(find(run_check(ctx, p, Mapping::from_order(p), CheckOptions{}), "expert-tp"));
 }

@@ -36,6 +36,9 @@ inline constexpr RuleInfo kRules[] = {
      "that mapping is faster by more than --tier-min-gain"},
     {"cp-tier", Severity::error, "CP groups likewise"},
     {"ep-tier", Severity::error, "EP groups likewise"},
+    {"expert-tp", Severity::warning,
+     "a MoE plan's other expert TP choice (folded over the TP ranks or not) is faster by more "
+     "than --tier-min-gain"},
     {"inverted-hierarchy", Severity::warning,
      "PP or DP traffic sits on a faster tier than TP traffic"},
     {"memory", Severity::error, "predicted memory exceeds the GPU"},

@@ -73,6 +73,13 @@ struct Candidate {
   double even_split_step_time = 0;
 };
 
+/// The same plan with the experts' TP switched between tp and 1 (MoE parallel folding), costed
+/// with its order's mapping: what that choice is worth. Unset for a dense model, EP 1, tp 1, or
+/// when the rules forbid the other choice.
+[[nodiscard]] std::optional<Candidate> with_other_expert_tp(const Cluster& c, const Model& m,
+                                                            const JobSpec& j,
+                                                            const Calibration& cal, const Plan& p);
+
 /// The ranking: a plan that fits beats one that does not; then the shorter step time; ties go to
 /// the smaller tp, then pp, then dp, then cp, then ep, then expert TP as tp before a folded one,
 /// then micro-batch, then vpp, then the smaller ZeRO stage, less
