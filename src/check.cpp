@@ -102,7 +102,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
                      "expert tp {}: {}",
                      expert_tp_of(alt->plan), expert_tp_of(alt->plan), alt->eval.step_time,
                      100.0 * (1.0 - alt->eval.step_time / e.step_time), expert_tp_of(plan),
-                     expert_tp_of(alt->plan) == 1
+                     folds_experts(alt->plan)
                          ? "fold the experts over the TP ranks (Megatron-core MoE parallel folding)"
                          : "keep the experts' TP at tp")});
 

@@ -271,11 +271,12 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   const LayerWork w = layer_work(m, j, p, cal, gpu);
   // DeepSpeed's BF16_Optimizer: after each micro-batch's backward, a pass over the stage's
   // parameters adds their bf16 gradients into fp32 copies (JobSpec::grad_accumulation_pass).
-  const LayerShare share = layer_share(m, p);
-  const double accumulate = j.grad_accumulation_pass ? layers * (share.dense + share.expert) *
-                                                           cal.grad_accumulation_bytes_per_param /
-                                                           (gpu.hbm_bandwidth * cal.hbm_efficiency)
-                                                     : 0.0;
+  double accumulate = 0;
+  if (j.grad_accumulation_pass) {
+    const LayerShare share = layer_share(m, p);
+    accumulate = layers * (share.dense + share.expert) * cal.grad_accumulation_bytes_per_param /
+                 (gpu.hbm_bandwidth * cal.hbm_efficiency);
+  }
   StageCompute out;
   out.attention_fwd = tokens * w.attention_fwd_s;
   out.linear_fwd = tokens * w.linear_fwd_s;

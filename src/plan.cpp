@@ -115,8 +115,7 @@ std::string degrees_string(const Plan& p, bool with_dp) {
   std::string out = fmt::format("tp {}", p[Dim::tp]);
   for (Dim d : {Dim::cp, Dim::ep})
     if (p[d] > 1) out += fmt::format(" {} {}", to_string(d), p[d]);
-  if (p[Dim::ep] > 1 && expert_tp_of(p) != p[Dim::tp])
-    out += fmt::format(" (expert tp {})", expert_tp_of(p));
+  if (folds_experts(p)) out += fmt::format(" (expert tp {})", expert_tp_of(p));
   out += fmt::format(" pp {}", p[Dim::pp]);
   if (with_dp) out += fmt::format(" dp {}", p[Dim::dp]);
   return out;
@@ -131,6 +130,8 @@ Recompute parse_recompute(const std::string& s, const std::string& what) {
 }
 
 int expert_tp_of(const Plan& p) { return p.expert_tp > 0 ? p.expert_tp : p[Dim::tp]; }
+
+bool folds_experts(const Plan& p) { return p[Dim::ep] > 1 && expert_tp_of(p) != p[Dim::tp]; }
 
 std::int64_t expert_ranks(const Plan& p) {
   return static_cast<std::int64_t>(p[Dim::tp]) * p[Dim::cp] * p[Dim::dp];

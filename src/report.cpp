@@ -105,7 +105,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   }
   // The experts' TP, folded or not: the same plan with the other choice.
   if (const auto& o = r.other_expert_tp) {
-    const bool folded = expert_tp_of(w.plan) != w.plan[Dim::tp];
+    const bool folded = folds_experts(w.plan);
     const double pct = 100.0 * (o->eval.step_time / w.eval.step_time - 1.0);
     const std::string cost = o->eval.fits
                                  ? fmt::format("{:.3f} s per step, {:.1f}% {}", o->eval.step_time,
@@ -214,9 +214,8 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
         break;
       }
   // The experts' TP: a column only when a listed plan folds it below tp.
-  const bool etp_column = std::any_of(top.begin(), top.end(), [](const Candidate& cand) {
-    return cand.plan[Dim::ep] > 1 && expert_tp_of(cand.plan) != cand.plan[Dim::tp];
-  });
+  const bool etp_column = std::any_of(
+      top.begin(), top.end(), [](const Candidate& cand) { return folds_experts(cand.plan); });
   out += fmt::format("{:>4} {:>4} {:>3} {:>3} ", "rank", "tp", "cp", "ep");
   if (etp_column) out += fmt::format("{:>3} ", "etp");
   out += fmt::format(

@@ -529,7 +529,7 @@ std::optional<Candidate> with_other_expert_tp(const Cluster& c, const Model& m, 
                                               const Calibration& cal, const Plan& p) {
   if (!m.spec.moe() || p[Dim::ep] <= 1 || p[Dim::tp] <= 1) return std::nullopt;
   Candidate alt{p, {}, {}, {}, 0};
-  alt.plan.expert_tp = expert_tp_of(p) == p[Dim::tp] ? 1 : 0;
+  alt.plan.expert_tp = folds_experts(p) ? 0 : 1;
   if (check_plan(c, m, j, alt.plan) != PlanError::none) return std::nullopt;
   alt.eval = evaluate(c, m, j, alt.plan, Mapping::from_order(alt.plan), cal);
   return alt;

@@ -83,6 +83,9 @@ struct Plan {
 
 /// The experts' tensor-parallel degree: Plan::expert_tp, or tp when unset.
 [[nodiscard]] int expert_tp_of(const Plan& p);
+/// The expert layers fold over the TP ranks: EP > 1 with expert TP below tp (what reports, the
+/// plan table and Megatron-LM's arguments show; plan JSON records expert_tp whenever it differs).
+[[nodiscard]] bool folds_experts(const Plan& p);
 /// Ranks of one pipeline stage that EP x expert-TP re-divide: tp x cp x dp.
 [[nodiscard]] std::int64_t expert_ranks(const Plan& p);
 /// Replicas of each expert weight: expert_ranks / (ep x expert-TP) (the expert data-parallel

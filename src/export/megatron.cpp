@@ -127,8 +127,7 @@ std::string export_megatron_args(const ExportContext& x) {
                             : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);
   args += pipeline_args(p, split);
-  if (p[Dim::ep] > 1 && expert_tp_of(p) != p[Dim::tp])
-    args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
+  if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
   if (p.sequence_parallel) args += " --sequence-parallel";
   if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (x.run.job.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
