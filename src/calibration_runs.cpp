@@ -26,16 +26,16 @@ std::string runs_text() {
   throw std::runtime_error("calibration runs are not compiled in");
 }
 
-Cluster run_cluster(const detail::JsonCursor& r) {
+/// A run's cluster: the preset it names, at its node count (and NICs per server, if it says).
+ClusterSpec run_cluster_spec(const detail::JsonCursor& r) {
   ClusterSpec cs = load_cluster(r.string("cluster"), r.source());
   cs.nodes = static_cast<int>(r.positive_int("nodes"));
   if (r.has("server_nics")) cs.nics_per_server = static_cast<int>(r.positive_int("server_nics"));
-  return Cluster(cs, r.source());
+  return cs;
 }
 
-void predict_collective(const detail::JsonCursor& r, const Calibration& cal,
+void predict_collective(const detail::JsonCursor& r, const Cluster& c, const Calibration& cal,
                         CalibrationResult& out) {
-  Cluster c = run_cluster(r);
   const Fabric f = make_fabric(c, cal);
   std::vector<int> all(static_cast<std::size_t>(c.gpu_count()));
   for (int i = 0; i < c.gpu_count(); ++i) all[i] = i;
@@ -58,9 +58,8 @@ Model run_model(const detail::JsonCursor& r) {
   return Model(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
 }
 
-void predict_inference(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
-                       CalibrationResult& out, RunExplanation* x) {
-  Cluster c = run_cluster(r);
+void predict_inference(const detail::JsonCursor& r, const Cluster& c, const Model& m,
+                       const Calibration& cal, CalibrationResult& out, RunExplanation* x) {
   auto w = r.at("inference");
   InferenceJob j;
   j.prompt_len = w.positive_int("prompt_len");
@@ -115,9 +114,8 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   return j;
 }
 
-void predict_training(const detail::JsonCursor& r, const Model& m, const Calibration& cal,
-                      CalibrationResult& out, RunExplanation* x) {
-  Cluster c = run_cluster(r);
+void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model& m,
+                      const Calibration& cal, CalibrationResult& out, RunExplanation* x) {
   auto jc = r.at("job");
   const SoftwareStack& st =
       find_stack(jc.opt_string("stack").value_or("megatron-core"), r.source());
@@ -193,9 +191,10 @@ std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_
 
 namespace {
 
-/// A row's identity, role and kind (what a RowFilter sees), with its model parsed once: the
-/// filter needs its type, the prediction the rest.
-CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& m) {
+/// A row's identity, role and kind (what a RowFilter sees), with its model and cluster read
+/// once: the filter needs their types, the prediction the rest.
+CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& m,
+                             ClusterSpec& cs) {
   CalibrationResult res;
   res.name = r.string("name");
   res.source = r.string("source");
@@ -209,7 +208,8 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
   res.kind = r.has("collective")  ? RunKind::collective
              : r.has("inference") ? RunKind::inference
                                   : RunKind::training;
-  res.arch = load_cluster(r.string("cluster"), r.source()).gpu.arch;
+  cs = run_cluster_spec(r);
+  res.arch = cs.gpu.arch;
   if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
   if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
   if (res.kind != RunKind::collective) m = run_model(r);
@@ -217,14 +217,15 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
   return res;
 }
 
-void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const Calibration& cal,
-                 CalibrationResult& res, RunExplanation* x) {
+void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const ClusterSpec& cs,
+                 const Calibration& cal, CalibrationResult& res, RunExplanation* x) {
+  const Cluster c(cs, r.source());
   if (res.kind == RunKind::collective)
-    predict_collective(r, cal, res);
+    predict_collective(r, c, cal, res);
   else if (res.kind == RunKind::inference)
-    predict_inference(r, *m, cal, res, x);
+    predict_inference(r, c, *m, cal, res, x);
   else
-    predict_training(r, *m, cal, res, x);
+    predict_training(r, c, *m, cal, res, x);
   if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
 }
 
@@ -244,9 +245,10 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
     const auto r = runs.at(i);
     std::optional<Model> m;
-    CalibrationResult res = row_header(r, m);
+    ClusterSpec cs;
+    CalibrationResult res = row_header(r, m, cs);
     if (keep && !keep(res)) continue;
-    predict_row(r, m, cal, res, nullptr);
+    predict_row(r, m, cs, cal, res, nullptr);
     out.push_back(res);
   }
   return out;
@@ -277,8 +279,9 @@ RunExplanation explain_run(const Calibration& cal, const std::string& name) {
   }
   const auto r = runs.at(hits.front());
   RunExplanation x;
-  x.result = row_header(r, x.model);
-  predict_row(r, x.model, cal, x.result, &x);
+  ClusterSpec cs;
+  x.result = row_header(r, x.model, cs);
+  predict_row(r, x.model, cs, cal, x.result, &x);
   return x;
 }
 

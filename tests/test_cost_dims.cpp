@@ -7,6 +7,7 @@
 #include "helpers.hpp"
 #include "topoplan/cost_dims.hpp"
 #include "topoplan/cost_model.hpp"
+#include "topoplan/stage_memory.hpp"
 
 using namespace topoplan;
 

@@ -10,6 +10,7 @@
 #include "topoplan/plan_check.hpp"
 #include "topoplan/report.hpp"
 #include "topoplan/search.hpp"
+#include "topoplan/stage_memory.hpp"
 
 using namespace topoplan;
 

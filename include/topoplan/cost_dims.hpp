@@ -47,13 +47,6 @@ struct StageCompute {
 [[nodiscard]] StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p,
                                          const Calibration& cal, const GpuSpec& gpu, double layers);
 
-/// Memory per GPU on the most loaded pipeline stage (the first keeps the most microbatches in
-/// flight, the last holds the logits): weights, gradients and Adam state (sharded by ZeRO over
-/// the data-parallel replicas), activations (Korthikanti et al. 2022, by recomputation), the
-/// logits buffer and the reserved runtime memory.
-[[nodiscard]] MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
-                                           const Calibration& cal, int microbatches);
-
 /// Seconds one dimension communicates: in total, and exposed on the critical path.
 struct CommTime {
   double total = 0;

@@ -96,25 +96,31 @@ int run_calibrate(const CalibrateArgs& a) {
 Runner register_calibrate(CLI::App& cmd) {
   auto a = std::make_shared<CalibrateArgs>();
   cmd.add_option("--calibration", a->calibration, "JSON file overriding calibration constants");
-  cmd.add_flag("--constants", a->constants, "print the constants table instead of the error table");
+  auto* constants = cmd.add_flag("--constants", a->constants,
+                                 "print the constants table instead of the error table");
   auto* fit =
       cmd.add_flag("--fit", a->fit,
                    "choose the fitted constants on the fit rows (held-back rows are never looked "
                    "at), then print the error table with them");
-  cmd.add_flag("--cross-validate", a->cross_validate,
-               "leave one family of runs out at a time (a paper, a benchmark suite): fit the "
-               "constants on every other family's rows, fit and held back alike, predict the "
-               "family left out; print each family's error and the whole")
-      ->excludes(fit);
+  auto* cross =
+      cmd.add_flag("--cross-validate", a->cross_validate,
+                   "leave one family of runs out at a time (a paper, a benchmark suite): fit the "
+                   "constants on every other family's rows, fit and held back alike, predict the "
+                   "family left out; print each family's error and the whole")
+          ->excludes(fit);
   cmd.add_option("--fit-keys", a->fit_keys, "with --fit or --cross-validate: only these constants")
       ->delimiter(',');
   cmd.add_option("--fit-output", a->fit_output,
-                 "with --fit: write the fitted constants as a --calibration file");
+                 "with --fit: write the fitted constants as a --calibration file")
+      ->needs(fit);
   cmd.add_option("--explain", a->explain,
                  "one run's prediction explained: the plan its search found, with evaluate's "
                  "breakdown of where the step goes (NAME: the run's name, or a part of it one "
                  "name contains)")
-      ->excludes(fit);
+      ->excludes(fit)
+      ->excludes(cross)
+      ->excludes(constants);
+  constants->excludes(fit)->excludes(cross);
   add_output_options(cmd, a->out, {"table", "markdown", "json"});
   return [a] { return run_calibrate(*a); };
 }
