@@ -97,6 +97,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"collective_base_latency_us", &c.collective_base_latency, 1e6, "us", "with the step latencies, fits the tiny all-reduce times above"},
       {"nvls_latency_us", &c.nvls_latency, 1e6, "us", "fitted with nvls_bw_fraction to the two NVLS points above"},
       {"network_base_latency_us", &c.network_base_latency, 1e6, "us", "fitted with the InfiniBand step latency to the tiny 2 x 8 GPU all-reduce above"},
+      {"net_overhead_us", &c.net_overhead, 1e6, "us", "NCCL src/graph/tuning.cc, getNetOverhead (Intel hosts; 2 on AMD): a ring across servers pays at least this per NVLink step, three times under Simple"},
       {"ll128_base_latency_us", &c.ll128_base_latency, 1e6, "us", "NCCL src/graph/tuning.cc, baseLatencies, ring LL128 (LL's is collective_base_latency_us)"},
       {"simple_base_latency_us", &c.simple_base_latency, 1e6, "us", "NCCL src/graph/tuning.cc, baseLatencies, ring Simple"},
       {"ll_bandwidth_fraction", &c.ll_bandwidth_fraction, 1, "fraction of the ring's bandwidth", "NCCL src/graph/tuning.cc: LL carries 4 data bytes per 8-byte store with its flag (ring x 0.5)"},

@@ -41,6 +41,7 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.tiers = c.tier_count();
   f.base_latency = cal.collective_base_latency;
   f.network_base_latency = cal.network_base_latency;
+  f.net_overhead = {cal.net_overhead, cal.net_overhead, 3.0 * cal.net_overhead};
   f.nvls_latency = cal.nvls_latency;
   f.hierarchical = cal.use_hierarchical_all_reduce > 0;
   f.protocol_base = {cal.collective_base_latency, cal.ll128_base_latency, cal.simple_base_latency};
@@ -95,7 +96,7 @@ double ll_ceiling_for(const Fabric& f, const GroupShape& g) {
 }
 
 /// The fastest protocol for a collective that moves `volume` bytes per GPU through `bw` (the
-/// ring's bus bandwidth) and whose latency `latency(step)` is from one protocol's per-tier step
+/// ring's bus bandwidth) and whose latency `latency(step, p)` is from protocol p's per-tier step
 /// latencies. Ties go to the first of LL, LL128, Simple.
 template <class Latency>
 CollectiveCost fastest_protocol(const Fabric& f, const GroupShape& g, Algorithm a,
@@ -107,19 +108,28 @@ CollectiveCost fastest_protocol(const Fabric& f, const GroupShape& g, Algorithm 
     double b = bw * fraction[p];
     if (p == static_cast<int>(Protocol::ll)) b = std::min(b, ll_ceiling_for(f, g));
     if (!(b > 0)) continue;
-    const double t = f.protocol_base[p] + network + latency(f.step_latency[p]) + volume / b;
+    const double t = f.protocol_base[p] + network + latency(f.step_latency[p], p) + volume / b;
     if (t < best.time) best = {t, a, static_cast<Protocol>(p)};
   }
   return best;
 }
 
+/// A ring's steps, each passing one member's share on: as NCCL's tuning model counts them
+/// (src/graph/tuning.cc), a ring that leaves the server crosses the network once per server it
+/// visits (per pass) and takes NVLink between server-mates, at no less than the network proxy's
+/// overhead per step.
 CollectiveCost ring(const Fabric& f, const GroupShape& g, double bytes, int steps_per_member) {
   if (g.size <= 1 || bytes <= 0) return {};
   const double n = g.size;
   const double steps = steps_per_member * (n - 1);
+  const double servers = g.span_tier >= 1 ? n / members_per_server(g) : 1.0;
+  const double across = steps_per_member * (servers - 1), inside = steps - across;
   return fastest_protocol(f, g, Algorithm::ring, f.ring_fraction, steps / n * bytes,
-                          ring_bandwidth(f, g),
-                          [&](const auto& lat) { return steps * lat[g.span_tier]; });
+                          ring_bandwidth(f, g), [&](const auto& lat, int p) {
+                            if (across <= 0) return steps * lat[g.span_tier];
+                            return inside * std::max(lat[0], f.net_overhead[p]) +
+                                   across * lat[g.span_tier];
+                          });
 }
 
 }  // namespace
@@ -144,7 +154,7 @@ CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double byte
   const double depth = std::ceil(std::log2(servers));
   return fastest_protocol(
       f, g, Algorithm::tree, f.tree_fraction, 2.0 * bytes, ring_bandwidth(f, g),
-      [&](const auto& lat) { return 2.0 * ((r - 1) * lat[0] + depth * lat[g.span_tier]); });
+      [&](const auto& lat, int) { return 2.0 * ((r - 1) * lat[0] + depth * lat[g.span_tier]); });
 }
 
 CollectiveCost hierarchical_all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
@@ -227,7 +237,7 @@ CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
 CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return {};
   return fastest_protocol(f, g, Algorithm::ring, f.ring_fraction, bytes, ring_bandwidth(f, g),
-                          [&](const auto& lat) { return (g.size - 1) * lat[g.span_tier]; });
+                          [&](const auto& lat, int) { return (g.size - 1) * lat[g.span_tier]; });
 }
 
 CollectiveCost send_recv(const Fabric& f, int tier, double bytes) {

@@ -92,6 +92,9 @@ struct Calibration {
   double network_base_latency = 20e-6;
   /// Extra latency per switch level above the first network tier, seconds.
   double switch_hop_latency = 1e-6;
+  /// A ring that leaves the server pays at least this per NVLink step (NCCL's network proxy
+  /// overhead, getNetOverhead: 1 us on Intel hosts; three times that under Simple), seconds.
+  double net_overhead = 1e-6;
   /// Bytes per parameter of the gradients data parallelism reduces: Megatron-LM reduces bf16
   /// training's gradients in fp32 and fp16 training's in fp16.
   double grad_reduce_bytes_bf16 = 4.0;

@@ -60,7 +60,9 @@ struct Fabric {
   double nvls_latency = 0;          ///< seconds, once per NVLS all-reduce
   double base_latency = 0;          ///< seconds, once per collective
   double network_base_latency = 0;  ///< seconds, once if it leaves the server
-  bool hierarchical = false;        ///< all_reduce may pick the 2-level scheme
+  /// Under each protocol, the least a ring's NVLink step costs once the ring leaves the server.
+  std::array<double, kProtocols> net_overhead{};
+  bool hierarchical = false;  ///< all_reduce may pick the 2-level scheme
 };
 
 [[nodiscard]] Fabric make_fabric(const Cluster& c, const Calibration& cal);
