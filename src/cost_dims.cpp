@@ -151,16 +151,35 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
     return std::max(comm - hide, comm * last_bucket);
   };
   const int mbs = core.microbatches;
+  const double backward = compute * kBackwardFraction, forward = compute - backward;
   // ZeRO-1/2's parameter gather, exposed or behind the next step's first forward pass.
-  const double gather_exposed =
+  double gather_exposed =
       overlap_gather ? overlapped(gather, compute * (1.0 - kBackwardFraction)) : gather;
+  double grad_exposed = overlapped(grad, window);
+  if (core.vpp > 1 && zero <= 1) {
+    // Interleaved 1F1B (Megatron-core's forward_backward_pipelining_with_interleaving, the
+    // per-chunk grad_sync_func / param_sync_func): each of the vpp model chunks reduces its
+    // gradients once its last backward is done and gathers its parameters just before its first
+    // forward. Consecutive chunks' last backwards (first forwards) are min(m, pp) chunk passes
+    // apart, so each chunk's share hides behind that many; the last chunk's reduction comes
+    // after all the compute and shows in full, the first chunk's gather overlaps its own layers.
+    const double v = core.vpp, apart = std::min(mbs, core.pp);
+    auto later_chunks = [&](double comm, double pass) {
+      return std::max(0.0, (v - 1.0) / v * (comm - apart * pass));
+    };
+    const double chunk_last_bucket = std::min(1.0, cal.dp_bucket_params * v / params_gpu);
+    if (overlap) grad_exposed = grad / v + later_chunks(grad, backward);
+    if (overlap_gather)
+      gather_exposed = std::max(gather / v - forward / v, gather / v * chunk_last_bucket) +
+                       later_chunks(gather, forward);
+  }
   switch (zero) {
     case 0:
-      t.exposed = overlapped(grad, window);
+      t.exposed = grad_exposed;
       t.total = grad;
       break;
     case 1:
-      t.exposed = overlapped(grad, window) + gather_exposed;
+      t.exposed = grad_exposed + gather_exposed;
       t.total = grad + gather;
       break;
     case 2:

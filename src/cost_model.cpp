@@ -256,6 +256,8 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   const double bytes = activation_bytes(j);
   core.microbatches =
       static_cast<int>(j.global_batch / (static_cast<std::int64_t>(dp) * p.micro_batch));
+  core.pp = p[Dim::pp];
+  core.vpp = p.vpp;
   // The stage that computes longest, and with an uneven split the rival with more layers.
   const SlowestStage slowest = slowest_stage_compute(m, j, p, cal, c.gpu());
   const StageCompute& work = slowest.work;

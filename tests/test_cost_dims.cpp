@@ -193,6 +193,40 @@ TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket
   CHECK(dp_time(c, sh, fabric(), 0, 0.03, true, cal, true).exposed == Approx(z0.exposed));
 }
 
+TEST_CASE("dp_time: an interleaved schedule reduces and gathers each model chunk on its own") {
+  // The same 100M parameters as above (reduce-scatter 30.081 ms, gather 15.081 ms per step), now
+  // in 4 model chunks on each of 4 pipeline stages, 8 microbatches: consecutive chunks' last
+  // backwards (first forwards) are min(8, 4) = 4 chunk passes apart.
+  PlanCore c = core();
+  c.params_gpu = 100e6;
+  c.grad_bytes_per_param = 4;
+  c.dense_grad_bytes = 4e8;
+  c.dense_param_bytes = 2e8;
+  c.pp = 4;
+  c.vpp = 4;
+  PlanShapes sh;
+  sh.grad = across(4, 1);
+  sh.expert_grad = inside(1);
+  const Calibration cal;
+  // 30 ms of compute a microbatch: backward 20 ms, a chunk's 5 ms; 4 of them (20 ms) between two
+  // chunks' reductions, each 7.52 ms: only the last chunk's, after all the compute, shows
+  // (30.081 / 4 = 7.52025 ms). The gather: the first chunk's 3.77 ms (its one bucket is the
+  // whole chunk) shows, the others hide behind 4 forward passes of 2.5 ms.
+  const CommTime fast = dp_time(c, sh, fabric(), 1, 0.03, true, cal, true);
+  CHECK(fast.total == Approx(0.045162));
+  CHECK(fast.exposed == Approx(0.00752025 + 0.00377025));
+  // 6 ms a microbatch: chunks 4 x 1 ms apart in the backward, 4 x 0.5 ms in the forward; each
+  // of the 3 later chunks' shares shows beyond that: 7.52 + 0.75 x (30.081 - 16) ms and 3.77 +
+  // 0.75 x (15.081 - 8) ms.
+  const CommTime slow = dp_time(c, sh, fabric(), 1, 0.006, true, cal, true);
+  CHECK(slow.exposed == Approx(0.018081 + 0.009081));
+  // Without overlap nothing hides; a schedule without interleaving keeps the one-chunk rules.
+  CHECK(dp_time(c, sh, fabric(), 1, 0.03, false, cal, false).exposed == Approx(0.045162));
+  c.vpp = 1;
+  CHECK(dp_time(c, sh, fabric(), 1, 0.03, true, cal, true).exposed ==
+        Approx(0.0120324 + 0.4 * 0.015081));
+}
+
 namespace {
 
 /// A small dense model: h 1024, 4 layers, 8 heads of 128, MLP 4096 (not gated), vocab 1000.

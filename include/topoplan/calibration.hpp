@@ -23,10 +23,10 @@ struct LinkCalibration {
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
   /// (ampere, hopper, blackwell).
-  std::array<double, kArchs> gemm_efficiency{0.711, 0.623, 0.623};
+  std::array<double, kArchs> gemm_efficiency{0.711, 0.614, 0.614};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.487, 0.487};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.469, 0.469};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.

@@ -110,6 +110,10 @@ struct PipelineTime {
 ///             all-gathers the updated parameters: exposed, or with `overlap_gather`
 ///             (Megatron's --overlap-param-gather) behind the next step's first forward pass,
 ///             bucket by bucket, the first bucket always exposed).
+///             With an interleaved schedule (core.vpp > 1) each model chunk reduces once its last
+///             backward is done and gathers just before its first forward (Megatron-core's
+///             per-chunk grad_sync_func / param_sync_func): a chunk's share hides behind the
+///             min(m, pp) chunk passes between two chunks; the last chunk's reduction shows.
 ///   ZeRO-2:   every microbatch reduce-scatters its own gradients; then the parameter gather.
 ///   ZeRO-3:   every microbatch also all-gathers the parameters forward and backward, a layer at
 ///             a time; all three hide behind that microbatch's compute where they fit.

@@ -87,6 +87,9 @@ struct Evaluation {
 /// message sizes. The search computes it once and then costs each order's communication.
 struct PlanCore {
   int microbatches = 0;
+  /// Pipeline stages and model chunks per stage (vpp): an interleaved schedule reduces and
+  /// gathers each chunk's parameters on its own (dp_time).
+  int pp = 1, vpp = 1;
   double layers_per_stage = 0;  ///< layers of the stage whose compute is longest
   double moe_layers_per_stage = 0;
   double t_matmul = 0, t_elementwise = 0;  ///< one microbatch, slowest stage
