@@ -154,17 +154,32 @@ TEST_CASE("pipeline_time: bubble (pp - 1) / vpp microbatches; sends in fill and 
   CHECK(pipeline_time(1.0, 0.01, 1, 1, 8, true).exposed == 0);
 }
 
-TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket") {
-  // 100M parameters per GPU, fp32 gradients (400 MB), 40M-parameter buckets: 3 buckets of
-  // 133.3 MB over dp 4, one GPU per server (ring bandwidth 10 GB/s).
+namespace {
+
+/// 100M parameters per GPU, fp32 gradients (400 MB), bf16 parameters (200 MB), reduced over dp 4
+/// with one GPU per server (ring bandwidth 10 GB/s).
+PlanCore dp_core() {
   PlanCore c = core();
   c.params_gpu = 100e6;
   c.grad_bytes_per_param = 4;
   c.dense_grad_bytes = 4e8;
   c.dense_param_bytes = 2e8;
+  return c;
+}
+
+PlanShapes dp_shapes() {
   PlanShapes sh;
   sh.grad = across(4, 1);
   sh.expert_grad = inside(1);
+  return sh;
+}
+
+}  // namespace
+
+TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket") {
+  // 40M-parameter buckets: 3 buckets of 133.3 MB.
+  const PlanCore c = dp_core();
+  const PlanShapes sh = dp_shapes();
   const Calibration cal;
   // ZeRO-1: a reduce-scatter bucket 12 + 3 x 5 us + 3/4 x 133.3 MB / 10 GB/s = 10.027 ms, x 3 =
   // 30.081 ms; the gather 3 x (27 us + 5 ms) = 15.081 ms. Compute 30 ms: window 20 ms; the last
@@ -197,16 +212,10 @@ TEST_CASE("dp_time: an interleaved schedule reduces and gathers each model chunk
   // The same 100M parameters as above (reduce-scatter 30.081 ms, gather 15.081 ms per step), now
   // in 4 model chunks on each of 4 pipeline stages, 8 microbatches: consecutive chunks' last
   // backwards (first forwards) are min(8, 4) = 4 chunk passes apart.
-  PlanCore c = core();
-  c.params_gpu = 100e6;
-  c.grad_bytes_per_param = 4;
-  c.dense_grad_bytes = 4e8;
-  c.dense_param_bytes = 2e8;
+  PlanCore c = dp_core();
   c.pp = 4;
   c.vpp = 4;
-  PlanShapes sh;
-  sh.grad = across(4, 1);
-  sh.expert_grad = inside(1);
+  const PlanShapes sh = dp_shapes();
   const Calibration cal;
   // 30 ms of compute a microbatch: backward 20 ms, a chunk's 5 ms; 4 of them (20 ms) between two
   // chunks' reductions, each 7.52 ms: only the last chunk's, after all the compute, shows
