@@ -54,6 +54,9 @@ PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j, const P
   if (p.vpp < 1 || (p.vpp > 1 && p[Dim::pp] < 2) || !plan_split(p, m.spec.layers))
     return PlanError::pp_layers;
   if (p.zero < 0 || p.zero > 3) return PlanError::zero_stage;
+  // Megatron-LM's block method recomputes --recompute-num-layers in each model chunk.
+  if (p.recompute == Recompute::full && p.recompute_layers > 0 && p.recompute_layers % p.vpp != 0)
+    return PlanError::recompute_layers;
   if (p.micro_batch < 1 ||
       j.global_batch % (static_cast<std::int64_t>(p[Dim::dp]) * p.micro_batch) != 0)
     return PlanError::batch;
@@ -91,6 +94,7 @@ const char* short_reason(PlanError e) {
     case PlanError::placement: return "TP groups do not fit whole on the usable GPUs";
     case PlanError::offload: return "activation offloading not possible";
     case PlanError::expert_tp: return "expert tp not a divisor of tp, or no experts";
+    case PlanError::recompute_layers: return "recomputed layers not a multiple of vpp";
   }
   return "?";
 }
@@ -108,6 +112,36 @@ std::string describe_gpus(PlanError e, const Cluster& c, const JobSpec& j, const
     return fmt::format("gpus: {} GPUs, but the cluster has {} usable ({} down or absent)", j.gpus,
                        c.usable_count(), c.gpu_count() - c.usable_count());
   return fmt::format("gpus: {} GPUs, but the cluster has {}", j.gpus, c.gpu_count());
+}
+
+/// Why no pipeline split fits: interleaving without pp, a given layout or first/last stage
+/// count that does not add up, or layers that do not divide.
+std::string describe_pp_layers(const Model& m, const Plan& p) {
+  if (p.vpp > 1 && p[Dim::pp] < 2)
+    return fmt::format("vpp: interleaving ({} model chunks per rank) needs pp >= 2, got pp {}",
+                       p.vpp, p[Dim::pp]);
+  if (!p.stage_layers.empty())
+    return fmt::format(
+        "stage_layers: expected {} counts (pp) of at least vpp {} layers{} adding up to {}'s "
+        "{} layers, got {}",
+        p[Dim::pp], p.vpp, p.flexible_layout || p.vpp == 1 ? "" : " (multiples of vpp)",
+        m.spec.name, m.spec.layers, fmt::join(p.stage_layers, " "));
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+    return fmt::format(
+        "pp: {} layers on the first stage and {} on the last leave no equal "
+        "share of {}'s {} layers for the other {} stages{}",
+        p.first_stage_layers, p.last_stage_layers, m.spec.name, m.spec.layers, p[Dim::pp] - 2,
+        p.vpp > 1 ? fmt::format(" in multiples of vpp {}", p.vpp) : "");
+  if (p.vpp > 1 && p.flexible_layout)
+    return fmt::format("vpp: {}'s {} layers over pp {} leave a stage fewer than vpp {} layers",
+                       m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
+  if (p.vpp > 1)
+    return fmt::format(
+        "vpp: no split of {}'s {} layers over pp {} gives every stage a "
+        "multiple of vpp {} layers (this stack has no layout flag like Megatron-core's "
+        "--pipeline-model-parallel-layout)",
+        m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
+  return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name, m.spec.layers);
 }
 
 /// The degrees' product against the GPUs planned.
@@ -160,33 +194,7 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
                          m.spec.kv_heads);
     case PlanError::tp_ffn:
       return fmt::format("tp: {} does not divide {}'s MLP size {}", tp, m.spec.name, m.spec.ffn);
-    case PlanError::pp_layers:
-      if (p.vpp > 1 && p[Dim::pp] < 2)
-        return fmt::format("vpp: interleaving ({} model chunks per rank) needs pp >= 2, got pp {}",
-                           p.vpp, p[Dim::pp]);
-      if (!p.stage_layers.empty())
-        return fmt::format(
-            "stage_layers: expected {} counts (pp) of at least vpp {} layers{} adding up to {}'s "
-            "{} layers, got {}",
-            p[Dim::pp], p.vpp, p.flexible_layout || p.vpp == 1 ? "" : " (multiples of vpp)",
-            m.spec.name, m.spec.layers, fmt::join(p.stage_layers, " "));
-      if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
-        return fmt::format(
-            "pp: {} layers on the first stage and {} on the last leave no equal "
-            "share of {}'s {} layers for the other {} stages{}",
-            p.first_stage_layers, p.last_stage_layers, m.spec.name, m.spec.layers, p[Dim::pp] - 2,
-            p.vpp > 1 ? fmt::format(" in multiples of vpp {}", p.vpp) : "");
-      if (p.vpp > 1 && p.flexible_layout)
-        return fmt::format("vpp: {}'s {} layers over pp {} leave a stage fewer than vpp {} layers",
-                           m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
-      if (p.vpp > 1)
-        return fmt::format(
-            "vpp: no split of {}'s {} layers over pp {} gives every stage a "
-            "multiple of vpp {} layers (this stack has no layout flag like Megatron-core's "
-            "--pipeline-model-parallel-layout)",
-            m.spec.name, m.spec.layers, p[Dim::pp], p.vpp);
-      return fmt::format("pp: {} stages for {}'s {} layers", p[Dim::pp], m.spec.name,
-                         m.spec.layers);
+    case PlanError::pp_layers: return describe_pp_layers(m, p);
     case PlanError::vpp_microbatches:
       return fmt::format(
           "vpp: the interleaved schedule needs the {} microbatches per pipeline "
@@ -221,6 +229,12 @@ std::string describe(PlanError e, const Cluster& c, const Model& m, const JobSpe
     case PlanError::expert_tp:
       if (!m.spec.moe()) return fmt::format("expert_tp: {} has no experts", m.spec.name);
       return fmt::format("expert_tp: expected a divisor of tp {}, got {}", p[Dim::tp], p.expert_tp);
+    case PlanError::recompute_layers:
+      return fmt::format(
+          "recompute_layers: expected a multiple of vpp {} (Megatron-LM's block method recomputes "
+          "the same number of layers in each model chunk: --recompute-num-layers = layers / "
+          "vpp), got {}",
+          p.vpp, p.recompute_layers);
   }
   return "?";
 }

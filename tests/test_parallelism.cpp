@@ -394,4 +394,12 @@ TEST_CASE("partial recomputation: only as many layers per stage as memory needs"
   const Evaluation e_all = evaluate(c, m, j, all, Mapping::from_order(all), Calibration{});
   CHECK(best.eval.step_time < e_all.step_time);
   CHECK(recompute_string(best.plan) == fmt::format("block {}", best.plan.recompute_layers));
+  // A count Megatron-LM cannot run (not the same in each model chunk) is an invalid plan, not a
+  // cheaper one: export would have written --recompute-num-layers 0.
+  Plan uneven = best.plan;
+  uneven.recompute_layers = best.plan.vpp + 1;
+  CHECK(check_plan(c, m, j, uneven) == PlanError::recompute_layers);
+  CHECK(describe(PlanError::recompute_layers, c, m, j, uneven)
+            .starts_with(
+                fmt::format("recompute_layers: expected a multiple of vpp {}", best.plan.vpp)));
 }

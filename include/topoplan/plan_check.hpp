@@ -35,6 +35,8 @@ enum class PlanError : unsigned char {
   offload,           ///< activation offloading with pp > 1 or recomputation, of every layer, or
                      ///< on a GPU without a host link (Megatron-core's rules)
   expert_tp,         ///< expert TP not a divisor of tp, or set on a model without experts
+  recompute_layers,  ///< partial recomputation (block method) not the same count in each of the
+                     ///< vpp model chunks: Plan::recompute_layers not a multiple of vpp
 };
 
 [[nodiscard]] PlanError check_plan(const Cluster& c, const Model& m, const JobSpec& j,
