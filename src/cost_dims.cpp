@@ -145,16 +145,15 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
   t.protocol = dense.grad.protocol;
   const double grad = dense.grad.time + expert.grad.time;
   const double gather = dense.gather + expert.gather;
-  const double window = overlap ? compute * kBackwardFraction : 0.0;
+  const double backward = compute * kBackwardFraction, forward = compute - backward;
+  const double window = overlap ? backward : 0.0;
   const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
   auto overlapped = [&](double comm, double hide) {
     return std::max(comm - hide, comm * last_bucket);
   };
   const int mbs = core.microbatches;
-  const double backward = compute * kBackwardFraction, forward = compute - backward;
   // ZeRO-1/2's parameter gather, exposed or behind the next step's first forward pass.
-  double gather_exposed =
-      overlap_gather ? overlapped(gather, compute * (1.0 - kBackwardFraction)) : gather;
+  double gather_exposed = overlap_gather ? overlapped(gather, forward) : gather;
   double grad_exposed = overlapped(grad, window);
   if (core.vpp > 1 && zero <= 1) {
     // Interleaved 1F1B (Megatron-core's forward_backward_pipelining_with_interleaving, the
