@@ -126,7 +126,9 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   opt.fixed[Dim::tp] = static_cast<int>(pc.positive_int("tp"));
   opt.fixed[Dim::pp] = static_cast<int>(pc.positive_int("pp"));
   opt.fixed[Dim::dp] = static_cast<int>(pc.positive_int("dp"));
-  opt.order = kDefaultOrder;
+  // A run states its rank order when it is not Megatron's default (--use-tp-pp-dp-mapping).
+  opt.order = pc.has("order") ? parse_order(pc.string("order"), r.source() + ": plan.order")
+                              : kDefaultOrder;
   if (pc.has("cp")) opt.fixed[Dim::cp] = static_cast<int>(pc.positive_int("cp"));
   if (pc.has("ep")) opt.fixed[Dim::ep] = static_cast<int>(pc.positive_int("ep"));
   // A published run states a folded expert TP; unstated, it ran Megatron's default (as tp).
