@@ -98,9 +98,9 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
       alt && alt->eval.fits && alt->eval.step_time < (1.0 - opt.tier_min_gain) * e.step_time)
     r.findings.push_back(
         {"expert-tp", Severity::warning,
-         fmt::format("expert tp {} (--expert-tp {}) takes {:.3f} s per step, {:.1f}% faster than "
-                     "expert tp {}: {}",
-                     expert_tp_of(alt->plan), expert_tp_of(alt->plan), alt->eval.step_time,
+         fmt::format("expert tp {0} (--expert-tp {0}) takes {1:.3f} s per step, {2:.1f}% faster "
+                     "than expert tp {3}: {4}",
+                     expert_tp_of(alt->plan), alt->eval.step_time,
                      100.0 * (1.0 - alt->eval.step_time / e.step_time), expert_tp_of(plan),
                      folds_experts(alt->plan)
                          ? "fold the experts over the TP ranks (Megatron-core MoE parallel folding)"

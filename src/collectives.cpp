@@ -85,8 +85,11 @@ double base(const Fabric& f, int span) {
   return f.base_latency + (span >= 1 ? f.network_base_latency : 0.0);
 }
 
-/// The group's members inside one server and the servers it spans.
+/// The group's members inside one server, and the servers it spans (1 inside one server).
 int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
+double servers_spanned(const GroupShape& g) {
+  return static_cast<double>(g.size) / members_per_server(g);
+}
 
 /// LL's bus-bandwidth ceiling for the group: one server, two, or more.
 double ll_ceiling_for(const Fabric& f, const GroupShape& g) {
@@ -122,8 +125,7 @@ CollectiveCost ring(const Fabric& f, const GroupShape& g, double bytes, int step
   if (g.size <= 1 || bytes <= 0) return {};
   const double n = g.size;
   const double steps = steps_per_member * (n - 1);
-  const double servers = g.span_tier >= 1 ? n / members_per_server(g) : 1.0;
-  const double across = steps_per_member * (servers - 1), inside = steps - across;
+  const double across = steps_per_member * (servers_spanned(g) - 1), inside = steps - across;
   return fastest_protocol(f, g, Algorithm::ring, f.ring_fraction, steps / n * bytes,
                           ring_bandwidth(f, g), [&](const auto& lat, int p) {
                             if (across <= 0) return steps * lat[g.span_tier];
@@ -150,8 +152,7 @@ CollectiveCost tree_all_reduce(const Fabric& f, const GroupShape& g, double byte
   if (g.size <= 1 || bytes <= 0) return {};
   if (g.span_tier < 1) return {kInf, Algorithm::none};
   const int r = members_per_server(g);
-  const double servers = static_cast<double>(g.size) / r;
-  const double depth = std::ceil(std::log2(servers));
+  const double depth = std::ceil(std::log2(servers_spanned(g)));
   return fastest_protocol(
       f, g, Algorithm::tree, f.tree_fraction, 2.0 * bytes, ring_bandwidth(f, g),
       [&](const auto& lat, int) { return 2.0 * ((r - 1) * lat[0] + depth * lat[g.span_tier]); });
