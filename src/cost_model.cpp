@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "topoplan/cost_dims.hpp"
+#include "topoplan/gemm.hpp"
 #include "topoplan/stage_balance.hpp"
 #include "topoplan/stage_memory.hpp"
 
@@ -93,9 +94,10 @@ struct LayerWork {
 };
 
 /// Matrix multiplies run at the calibrated efficiency of the GPU's architecture, lower for small
-/// per-GPU matrices; element-wise kernels (norms, residual adds, dropout, activation, and the
-/// softmax over s scores per head unless attention is fused) stream HBM. Forward once, backward
-/// twice; recomputation repeats the forward (full) or the attention core (selective).
+/// per-GPU matrices (FP8 ones GEMM by GEMM, by shape: gemm.hpp); element-wise kernels (norms,
+/// residual adds, dropout, activation, and the softmax over s scores per head unless attention is
+/// fused) stream HBM. Forward once, backward twice; recomputation repeats the forward (full) or the
+/// attention core (selective).
 LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Calibration& cal,
                      const GpuSpec& gpu) {
   const auto& k = m.counts;
@@ -108,10 +110,15 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double size = n_min / (n_min + cal.gemm_half_dim);
   const int arch = static_cast<int>(gpu.arch);
   const double rate = gpu.peak_flops * cal.gemm_efficiency[arch] * size;
-  // fp8 training: the linear layers' multiplies in FP8, attention and the logits in bf16.
-  const double linear_rate = j.dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0
-                                 ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch] * size
-                                 : rate;
+  // fp8 training: the linear layers' multiplies in FP8, each GEMM at its own shape (gemm.hpp),
+  // fed by FP8 casts; attention and the logits in bf16.
+  const bool fp8 = j.dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0;
+  const double fp8_rate = gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch];
+  const double flat = fp8 ? fp8_rate * size : rate;
+  const LinearPassTimes lp =
+      fp8 && fp8_gemm_shapes_measured(gpu.arch)
+          ? linear_pass_times(m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal, fp8_rate)
+          : LinearPassTimes{1 / flat, 1 / flat, 1 / flat};
   const double attn_rate =
       j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
   const double attn = k.layer_attention_flops_per_seq * s / t;
@@ -138,10 +145,12 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
 
   LayerWork w;
-  w.matmul_s = linear_passes * linear / linear_rate + attn_passes * attn / attn_rate;
+  w.matmul_s = linear * ((linear_passes - 2) * lp.forward + lp.data_grad + lp.weight_grad) +
+               attn_passes * attn / attn_rate;
   w.attention_fwd_s = attn / attn_rate;
-  w.linear_fwd_s = linear / linear_rate;
+  w.linear_fwd_s = linear * lp.forward;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
+  if (fp8) w.elementwise_s += fp8_cast_bytes(m, t, cal) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =
       kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;

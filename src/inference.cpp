@@ -6,6 +6,7 @@
 #include <array>
 
 #include "topoplan/error.hpp"
+#include "topoplan/gemm.hpp"
 #include "topoplan/search.hpp"
 
 namespace topoplan {
@@ -60,7 +61,8 @@ struct Serving {
   double layers = 0, stage_layers = 0, h = 0;
   double act_bytes = 2.0;  ///< activations stay 16-bit
   double w_bytes = 0, gemm = 0, hbm = 0;
-  double kv_token_layer = 0;                   ///< KV cache bytes per token per layer on one GPU
+  bool fp8_gemm = false;      ///< FP8 weights whose GEMMs the shape rule times (gemm.hpp)
+  double kv_token_layer = 0;  ///< KV cache bytes per token per layer on one GPU
   double dense_layer = 0, expert_layer = 0;    ///< parameters per layer (routed experts apart)
   double layer_weights = 0, head_weights = 0;  ///< bytes held per GPU
   double batch = 0, prompt = 0, tokens = 0;    ///< prefill: batch x prompt tokens
@@ -114,8 +116,9 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.w_bytes = dtype_bytes(j.weight_dtype);
   // FP8 weights on FP8 tensor cores run at the FP8 GEMM efficiency (the one training fits).
   const int arch = static_cast<int>(gpu.arch);
-  s.gemm = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0
-               ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch]
+  const bool fp8 = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0;
+  s.fp8_gemm = fp8 && fp8_gemm_shapes_measured(gpu.arch);
+  s.gemm = fp8 ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch]
                : gpu.peak_flops * cal.gemm_efficiency[arch];
   s.hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
   // K and V for this GPU's share of the KV heads (MLA: the whole latent on every TP rank).
@@ -155,7 +158,11 @@ PrefillBreakdown prefill(const Serving& s) {
                        (s.m.spec.gated_mlp ? 3.0 : 2.0) * k.active_ffn / s.tp) *
                       s.act_bytes / s.hbm;
   PrefillBreakdown out;
-  out.compute = std::max(linear_flops / rate, weight_read) + attention_flops / rate + elem;
+  // FP8 weights: each GEMM's forward at its shape, as training's (gemm.hpp).
+  const double linear_time =
+      s.fp8_gemm ? linear_flops * linear_pass_times(s.m, s.tp, s.tokens, 1.0, s.cal, s.gemm).forward
+                 : linear_flops / rate;
+  out.compute = std::max(linear_time, weight_read) + attention_flops / rate + elem;
   out.overhead =
       s.layers * s.layer_overhead + s.cal.request_overhead[static_cast<int>(s.j.runtime)];
   out.tp = 2.0 * s.layers * s.tp_all_reduce(s.tokens * s.h * s.act_bytes).time;

@@ -26,13 +26,22 @@ struct Calibration {
   std::array<double, kArchs> gemm_efficiency{0.711, 0.614, 0.614};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.469, 0.469};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.678, 0.469};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.
   std::array<double, kArchs> attention_efficiency_fa2{0.711, 0.385, 0.385};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
+  /// FP8 GEMMs (gemm.hpp): the output rows, output columns and reduction length at which a GEMM
+  /// reaches half its ceiling in that dimension.
+  double gemm_half_rows = 150;
+  double gemm_half_cols = 920;
+  double gemm_half_depth = 700;
+  /// HBM bytes per element of FP8 training's casts: cast with transpose (read 16-bit, write the
+  /// FP8 tensor and its transpose) and transpose of an FP8 tensor (read, write).
+  double fp8_cast_transpose_bytes = 4;
+  double fp8_transpose_bytes = 2;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
   /// Achieved fraction of the host link's bandwidth for activation offloading copies.

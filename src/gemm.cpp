@@ -1,0 +1,66 @@
+#include "topoplan/gemm.hpp"
+
+#include <array>
+
+#include "topoplan/calibration.hpp"
+#include "topoplan/model.hpp"
+
+namespace topoplan {
+
+double gemm_shape_fraction(const Calibration& cal, double rows, double cols, double depth) {
+  return rows / (rows + cal.gemm_half_rows) * cols / (cols + cal.gemm_half_cols) * depth /
+         (depth + cal.gemm_half_depth);
+}
+
+bool fp8_gemm_shapes_measured(Arch a) { return a == Arch::hopper; }
+
+namespace {
+
+/// One linear layer's weight on one GPU: its output width and its reduction length (the
+/// forward's N and K), and whether TP overlap slices the rows of its data gradient.
+struct Weight {
+  double out, in;
+  bool sliced_data_grad;
+};
+
+std::array<Weight, 4> layer_weights(const Model& m, double tp) {
+  const auto& k = m.counts;
+  const double h = static_cast<double>(m.spec.hidden);
+  const double mlp_in = (m.spec.gated_mlp ? 2.0 : 1.0) * k.min_ffn / tp;
+  return {{{(k.q_dim + 2 * k.kv_dim) / tp, h, false},
+           {h, k.q_dim / tp, true},
+           {mlp_in, h, false},
+           {h, k.min_ffn / tp, true}}};
+}
+
+}  // namespace
+
+LinearPassTimes linear_pass_times(const Model& m, double tp, double tokens, double chunks,
+                                  const Calibration& cal, double rate) {
+  const auto weights = layer_weights(m, tp);
+  double flops = 0;
+  for (const auto& w : weights) flops += w.out * w.in;
+  const double slice = tokens / chunks;
+  LinearPassTimes t;
+  for (const auto& w : weights) {
+    const double share = w.out * w.in / flops / rate;
+    t.forward += share / gemm_shape_fraction(cal, slice, w.out, w.in);
+    t.data_grad +=
+        share / gemm_shape_fraction(cal, w.sliced_data_grad ? slice : tokens, w.in, w.out);
+    t.weight_grad += share / gemm_shape_fraction(cal, w.in, w.out, tokens);
+  }
+  return t;
+}
+
+double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+  const auto& k = m.counts;
+  const double h = static_cast<double>(m.spec.hidden);
+  const double mlp_in = (m.spec.gated_mlp ? 2.0 : 1.0) * k.min_ffn / tp;
+  // Sequence parallelism gathers the hidden-width tensors: each GPU casts and transposes all
+  // the micro-batch's rows of them.
+  const double cast_transposed = k.q_dim / tp + (k.q_dim + 2 * k.kv_dim) / tp + 2 * h + mlp_in;
+  const double transposed = 2 * h + k.min_ffn / tp;
+  return cal.fp8_cast_transpose_bytes * cast_transposed + cal.fp8_transpose_bytes * transposed;
+}
+
+}  // namespace topoplan
