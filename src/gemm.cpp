@@ -53,13 +53,14 @@ LinearPassTimes linear_pass_times(const Model& m, double tp, double tokens, doub
 }
 
 double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
-  const auto& k = m.counts;
-  const double h = static_cast<double>(m.spec.hidden);
-  const double mlp_in = (m.spec.gated_mlp ? 2.0 : 1.0) * k.min_ffn / tp;
-  // Sequence parallelism gathers the hidden-width tensors: each GPU casts and transposes all
-  // the micro-batch's rows of them.
-  const double cast_transposed = k.q_dim / tp + (k.q_dim + 2 * k.kv_dim) / tp + 2 * h + mlp_in;
-  const double transposed = 2 * h + k.min_ffn / tp;
+  const auto w = layer_weights(m, tp);
+  // Cast and transposed: the attention output (the projection's input) and every GEMM's output
+  // gradient; the hidden-width ones are whole rows on every GPU (sequence parallelism gathers
+  // them). Transposed only: the inputs a norm (QKV, MLP input) or the activation (MLP output)
+  // already wrote in FP8.
+  double cast_transposed = w[1].in;
+  for (const auto& x : w) cast_transposed += x.out;
+  const double transposed = w[0].in + w[2].in + w[3].in;
   return cal.fp8_cast_transpose_bytes * cast_transposed + cal.fp8_transpose_bytes * transposed;
 }
 
