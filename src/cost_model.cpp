@@ -113,12 +113,10 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   // fp8 training: the linear layers' multiplies in FP8, each GEMM at its own shape (gemm.hpp),
   // fed by FP8 casts; attention and the logits in bf16.
   const bool fp8 = j.dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0;
-  const double fp8_rate = gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch];
-  const double flat = fp8 ? fp8_rate * size : rate;
   const LinearPassTimes lp =
-      fp8 && fp8_gemm_shapes_measured(gpu.arch)
-          ? linear_pass_times(m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal, fp8_rate)
-          : LinearPassTimes{1 / flat, 1 / flat, 1 / flat};
+      fp8 ? fp8_linear_pass_times(gpu.arch, m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal,
+                                  gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch], size)
+          : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
   const double attn_rate =
       j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
   const double attn = k.layer_attention_flops_per_seq * s / t;

@@ -52,6 +52,14 @@ LinearPassTimes linear_pass_times(const Model& m, double tp, double tokens, doub
   return t;
 }
 
+LinearPassTimes fp8_linear_pass_times(Arch a, const Model& m, double tp, double tokens,
+                                      double chunks, const Calibration& cal, double rate,
+                                      double size) {
+  if (fp8_gemm_shapes_measured(a)) return linear_pass_times(m, tp, tokens, chunks, cal, rate);
+  const double flat = 1 / (rate * size);
+  return {flat, flat, flat};
+}
+
 double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
   const auto w = layer_weights(m, tp);
   // Cast and transposed: the attention output (the projection's input) and every GEMM's output

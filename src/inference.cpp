@@ -61,7 +61,8 @@ struct Serving {
   double layers = 0, stage_layers = 0, h = 0;
   double act_bytes = 2.0;  ///< activations stay 16-bit
   double w_bytes = 0, gemm = 0, hbm = 0;
-  bool fp8_gemm = false;      ///< FP8 weights whose GEMMs the shape rule times (gemm.hpp)
+  bool fp8_weights = false;   ///< FP8 weights on FP8 tensor cores
+  Arch arch = Arch::hopper;   ///< the GPU's architecture: which FP8 GEMM rule applies (gemm.hpp)
   double kv_token_layer = 0;  ///< KV cache bytes per token per layer on one GPU
   double dense_layer = 0, expert_layer = 0;    ///< parameters per layer (routed experts apart)
   double layer_weights = 0, head_weights = 0;  ///< bytes held per GPU
@@ -116,10 +117,10 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
   s.w_bytes = dtype_bytes(j.weight_dtype);
   // FP8 weights on FP8 tensor cores run at the FP8 GEMM efficiency (the one training fits).
   const int arch = static_cast<int>(gpu.arch);
-  const bool fp8 = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0;
-  s.fp8_gemm = fp8 && fp8_gemm_shapes_measured(gpu.arch);
-  s.gemm = fp8 ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch]
-               : gpu.peak_flops * cal.gemm_efficiency[arch];
+  s.arch = gpu.arch;
+  s.fp8_weights = j.weight_dtype == Dtype::fp8 && gpu.peak_flops_fp8 > 0;
+  s.gemm = s.fp8_weights ? gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch]
+                         : gpu.peak_flops * cal.gemm_efficiency[arch];
   s.hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
   // K and V for this GPU's share of the KV heads (MLA: the whole latent on every TP rank).
   const double kv_split =
@@ -147,7 +148,8 @@ Serving make_serving(const Cluster& c, const Model& m, const InferenceJob& j, co
 PrefillBreakdown prefill(const Serving& s) {
   const auto& k = s.m.counts;
   const double n_min = std::min({k.q_dim / s.tp, k.min_ffn / s.tp, s.tokens});
-  const double rate = s.gemm * n_min / (n_min + s.cal.gemm_half_dim);
+  const double size = n_min / (n_min + s.cal.gemm_half_dim);
+  const double rate = s.gemm * size;
   const double linear_flops = s.tokens * (s.layers * k.layer_matmul_flops + k.logits_flops) / s.tp;
   // causal attention: a prompt token sees prompt/2 keys on average
   const double attention_flops =
@@ -160,8 +162,10 @@ PrefillBreakdown prefill(const Serving& s) {
   PrefillBreakdown out;
   // FP8 weights: each GEMM's forward at its shape, as training's (gemm.hpp).
   const double linear_time =
-      s.fp8_gemm ? linear_flops * linear_pass_times(s.m, s.tp, s.tokens, 1.0, s.cal, s.gemm).forward
-                 : linear_flops / rate;
+      s.fp8_weights
+          ? linear_flops *
+                fp8_linear_pass_times(s.arch, s.m, s.tp, s.tokens, 1.0, s.cal, s.gemm, size).forward
+          : linear_flops / rate;
   out.compute = std::max(linear_time, weight_read) + attention_flops / rate + elem;
   out.overhead =
       s.layers * s.layer_overhead + s.cal.request_overhead[static_cast<int>(s.j.runtime)];

@@ -38,6 +38,14 @@ struct LinearPassTimes {
 [[nodiscard]] LinearPassTimes linear_pass_times(const Model& m, double tp, double tokens,
                                                 double chunks, const Calibration& cal, double rate);
 
+/// The same for FP8 GEMMs on architecture `a`: by shape where it has measurements
+/// (fp8_gemm_shapes_measured), else every pass at `rate` x `size`, the one-dimension size rule's
+/// fraction (Calibration::gemm_half_dim).
+[[nodiscard]] LinearPassTimes fp8_linear_pass_times(Arch a, const Model& m, double tp,
+                                                    double tokens, double chunks,
+                                                    const Calibration& cal, double rate,
+                                                    double size);
+
 /// HBM bytes per token per layer on one GPU of FP8 training's casts (Transformer Engine's
 /// recipe): the attention output cast and transposed before its projection; the four GEMMs'
 /// output gradients cast and transposed in the backward; the norm-fused FP8 inputs of the QKV
