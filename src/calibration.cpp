@@ -119,7 +119,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"grad_accumulation_bytes_per_param", &c.grad_accumulation_bytes_per_param, 1, "bytes per parameter", "counted from DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, update_hp_grads after each backward): the bf16 gradient read (2), cast to fp32 written and read (4 + 4), the fp32 sum read and written (4 + 4)"},
       {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter", "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
-      {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-LM DDP default bucket size, 40M parameters"},
+      {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-core DDP default bucket size up to 40 data-parallel ranks: max(40M, 1M x DP) parameters (distributed_data_parallel_config.py); --dp-bucket-params sets it"},
       {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap); all of a collective beyond the matmul it overlaps with is exposed too"},
       {"decode_layer_overhead_us", &c.decode_layer_overhead[0], 1e6, "us per layer per token", "fitted by calibrate --fit to NVIDIA NeMo's Llama-2-7B TensorRT-LLM run: 153.8 ms at TP 1 (128 in, 20 out, batch 1, H100)"},
       {"decode_collective_overhead_us", &c.decode_collective_overhead[0], 1e6, "us per collective", "fitted to the same run's 97.6 ms at TP 8"},

@@ -114,14 +114,14 @@ struct DpParts {
 };
 
 DpParts dp_parts(const PlanCore& core, const GroupShape& g, double grad_bytes, double param_bytes,
-                 const Fabric& fab, int zero, const Calibration& cal) {
+                 const Fabric& fab, int zero) {
   DpParts out;
   if (grad_bytes <= 0) return out;
-  // Buckets of dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
-  const double n =
-      core.grad_bytes_per_param <= 0
-          ? 1.0
-          : std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param / cal.dp_bucket_params));
+  // Buckets of core.dp_bucket_params parameters; ZeRO-3 gathers one layer at a time.
+  const double n = core.grad_bytes_per_param <= 0
+                       ? 1.0
+                       : std::max(1.0, std::ceil(grad_bytes / core.grad_bytes_per_param /
+                                                 core.dp_bucket_params));
   out.grad =
       zero == 0 ? all_reduce(fab, g, grad_bytes / n) : ring_reduce_scatter(fab, g, grad_bytes / n);
   out.grad.time *= n;
@@ -133,21 +133,21 @@ DpParts dp_parts(const PlanCore& core, const GroupShape& g, double grad_bytes, d
 }  // namespace
 
 CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, int zero,
-                 double compute, bool overlap, const Calibration& cal, bool overlap_gather) {
+                 double compute, bool overlap, bool overlap_gather) {
   CommTime t;
   const double params_gpu = core.params_gpu;
   if ((sh.grad.size <= 1 && sh.expert_grad.size <= 1) || params_gpu <= 0) return t;
   const DpParts dense =
-      dp_parts(core, sh.grad, core.dense_grad_bytes, core.dense_param_bytes, fab, zero, cal);
-  const DpParts expert = dp_parts(core, sh.expert_grad, core.expert_grad_bytes,
-                                  core.expert_param_bytes, fab, zero, cal);
+      dp_parts(core, sh.grad, core.dense_grad_bytes, core.dense_param_bytes, fab, zero);
+  const DpParts expert =
+      dp_parts(core, sh.expert_grad, core.expert_grad_bytes, core.expert_param_bytes, fab, zero);
   t.algorithm = dense.grad.algorithm;
   t.protocol = dense.grad.protocol;
   const double grad = dense.grad.time + expert.grad.time;
   const double gather = dense.gather + expert.gather;
   const double backward = compute * kBackwardFraction, forward = compute - backward;
   const double window = overlap ? backward : 0.0;
-  const double last_bucket = std::min(1.0, cal.dp_bucket_params / params_gpu);
+  const double last_bucket = std::min(1.0, core.dp_bucket_params / params_gpu);
   auto overlapped = [&](double comm, double hide) {
     return std::max(comm - hide, comm * last_bucket);
   };
@@ -166,7 +166,7 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
     auto later_chunks = [&](double comm, double pass) {
       return std::max(0.0, (v - 1.0) / v * (comm - apart * pass));
     };
-    const double chunk_last_bucket = std::min(1.0, cal.dp_bucket_params * v / params_gpu);
+    const double chunk_last_bucket = std::min(1.0, core.dp_bucket_params * v / params_gpu);
     if (overlap) grad_exposed = grad / v + later_chunks(grad, backward);
     if (overlap_gather)
       gather_exposed = std::max(gather / v - forward / v, gather / v * chunk_last_bucket) +

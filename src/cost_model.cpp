@@ -253,6 +253,44 @@ double offload_exposed(const Model& m, const JobSpec& j, const Plan& p, const Ca
 
 }  // namespace
 
+namespace {
+
+/// The parameters on the most loaded stage: what DP reduces (in buckets) and gathers, and the
+/// optimizer step.
+void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const JobSpec& j,
+                       const Plan& p, const Calibration& cal) {
+  const int dp = p[Dim::dp], cp = p[Dim::cp];
+  const double bytes = activation_bytes(j);
+  double experts_gpu = 0;
+  const double params_gpu = stage_params(m, p, &experts_gpu).max();
+  const double grad_bytes = gradient_bytes(j, cal);
+  const double dense_gpu = params_gpu - experts_gpu;
+  core.params_gpu = params_gpu;
+  core.grad_bytes_per_param = grad_bytes;
+  core.dp_bucket_params =
+      j.dp_bucket_params > 0
+          ? static_cast<double>(j.dp_bucket_params)
+          : std::max(cal.dp_bucket_params, Calibration::kDpBucketParamsPerRank * dp * cp);
+  core.dense_grad_bytes = dense_gpu * grad_bytes;
+  core.expert_grad_bytes = experts_gpu * grad_bytes;
+  // The parameter all-gather: FP8 layer weights under --fp8-param-gather (the embedding and the
+  // head, which stay 16-bit, are what remains of the dense parameters beyond the layers').
+  const bool fp8_gather = j.fp8_param_gather && j.dtype == Dtype::fp8;
+  const double fp8_dense =
+      fp8_gather ? std::clamp(stage_layer_params(m, p) - experts_gpu, 0.0, dense_gpu) : 0.0;
+  const double fp8_bytes = dtype_bytes(Dtype::fp8);
+  core.dense_param_bytes = fp8_dense * fp8_bytes + (dense_gpu - fp8_dense) * bytes;
+  core.expert_param_bytes = experts_gpu * (fp8_gather ? fp8_bytes : bytes);
+  // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
+  const double dense_rep = static_cast<double>(dp) * cp;
+  const double expert_rep = expert_replicas(p);
+  const double opt_params =
+      p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
+  core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+}
+
+}  // namespace
+
 PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p,
                  const Calibration& cal) {
   PlanCore core;
@@ -303,23 +341,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   // without sequence parallelism the receiver all-gathers the slices over its TP group.
   core.pp_bytes = tokens * h * bytes / tp;
 
-  // Parameters on the most loaded stage: what DP reduces and gathers, and the optimizer step.
-  double experts_gpu = 0;
-  const double params_gpu = stage_params(m, p, &experts_gpu).max();
-  const double grad_bytes = gradient_bytes(j, cal);
-  const double dense_gpu = params_gpu - experts_gpu;
-  core.params_gpu = params_gpu;
-  core.grad_bytes_per_param = grad_bytes;
-  core.dense_grad_bytes = dense_gpu * grad_bytes;
-  core.expert_grad_bytes = experts_gpu * grad_bytes;
-  core.dense_param_bytes = dense_gpu * bytes;
-  core.expert_param_bytes = experts_gpu * bytes;
-  // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
-  const double dense_rep = static_cast<double>(dp) * cp;
-  const double expert_rep = expert_replicas(p);
-  const double opt_params =
-      p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
-  core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+  set_data_parallel(core, c, m, j, p, cal);
 
   // Memory, on the first stage (most microbatches in flight) and the last (logits), the worse.
   core.memory = stage_memory(m, j, p, cal, core.microbatches);
@@ -404,7 +426,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
                                           hop.total, p[Dim::pp], p.vpp, mbs, j.overlap_p2p);
   // Per step.
   const CommTime dp =
-      dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, cal, j.overlap_param_gather);
+      dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, j.overlap_param_gather);
 
   e.algorithms[Dim::tp] = tp.algorithm;
   e.algorithms[Dim::cp] = cp.algorithm;

@@ -59,7 +59,8 @@ std::string fingerprint(const JobSpec& j) {
                            j.overlap_p2p)) +
          (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
          (j.grad_accumulation_pass ? "-grad-accum-pass" : "") + (j.fa2_attention ? "-fa2" : "") +
-         (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "");
+         (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "") +
+         (j.fp8_param_gather ? "-fp8-params" : "");
 }
 
 }  // namespace topoplan

@@ -59,6 +59,16 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu)
   return {first + emb, last + head, middle};
 }
 
+double stage_layer_params(const Model& m, const Plan& p) {
+  const StageParams params = stage_params(m, p);
+  const StageLayers split = split_of(p, m.spec.layers);
+  const auto [dense_layer, expert_layer] = layer_share(m, p);
+  std::int64_t layers = split.first;  // pp 1, or the first stage holds the most
+  if (p[Dim::pp] > 1 && params.max() > params.first)
+    layers = params.max() == params.last ? split.last : split.middle;
+  return static_cast<double>(layers) * (dense_layer + expert_layer);
+}
+
 double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, Recompute r) {
   const double t = p[Dim::tp];
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];

@@ -164,6 +164,7 @@ PlanCore dp_core() {
   c.grad_bytes_per_param = 4;
   c.dense_grad_bytes = 4e8;
   c.dense_param_bytes = 2e8;
+  c.dp_bucket_params = 40e6;
   return c;
 }
 
@@ -180,32 +181,31 @@ TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket
   // 40M-parameter buckets: 3 buckets of 133.3 MB.
   const PlanCore c = dp_core();
   const PlanShapes sh = dp_shapes();
-  const Calibration cal;
   // ZeRO-1: a reduce-scatter bucket 12 + 3 x 5 us + 3/4 x 133.3 MB / 10 GB/s = 10.027 ms, x 3 =
   // 30.081 ms; the gather 3 x (27 us + 5 ms) = 15.081 ms. Compute 30 ms: window 20 ms; the last
   // bucket (40% of the parameters) is exposed anyway: max(10.081, 12.032) + 15.081 ms.
-  const CommTime z1 = dp_time(c, sh, fabric(), 1, 0.03, true, cal);
+  const CommTime z1 = dp_time(c, sh, fabric(), 1, 0.03, true);
   CHECK(z1.total == Approx(0.045162));
   CHECK(z1.exposed == Approx(0.0120324 + 0.015081));
   // ZeRO-0: ring all-reduce (20.042 ms a bucket) beats the tree (26.699 ms): 60.126 ms, of
   // which max(60.126 - 20, 0.4 x 60.126) = 40.126 ms exposed.
-  const CommTime z0 = dp_time(c, sh, fabric(), 0, 0.03, true, cal);
+  const CommTime z0 = dp_time(c, sh, fabric(), 0, 0.03, true);
   CHECK(z0.algorithm == Algorithm::ring);
   CHECK(z0.total == Approx(0.060126));
   CHECK(z0.exposed == Approx(0.040126));
   // Without overlap it is all exposed.
-  CHECK(dp_time(c, sh, fabric(), 0, 0.03, false, cal).exposed == Approx(0.060126));
+  CHECK(dp_time(c, sh, fabric(), 0, 0.03, false).exposed == Approx(0.060126));
   // --overlap-param-gather: ZeRO-1's 15.081 ms gather runs under the next step's first forward
   // pass (10 ms of the 30), but its first bucket (40%, 6.032 ms) is exposed anyway.
-  const CommTime hidden = dp_time(c, sh, fabric(), 1, 0.03, true, cal, true);
+  const CommTime hidden = dp_time(c, sh, fabric(), 1, 0.03, true, true);
   CHECK(hidden.total == Approx(z1.total));
   CHECK(hidden.exposed == Approx(0.0120324 + 0.4 * 0.015081));
   // A 2 ms forward pass (6 ms of compute) hides only 2 ms of it; the reduce-scatter, not
   // overlapped here, shows in full.
-  CHECK(dp_time(c, sh, fabric(), 1, 0.006, false, cal, true).exposed ==
+  CHECK(dp_time(c, sh, fabric(), 1, 0.006, false, true).exposed ==
         Approx(0.030081 + 0.015081 - 0.002));
   // ZeRO-0 has no gather to hide.
-  CHECK(dp_time(c, sh, fabric(), 0, 0.03, true, cal, true).exposed == Approx(z0.exposed));
+  CHECK(dp_time(c, sh, fabric(), 0, 0.03, true, true).exposed == Approx(z0.exposed));
 }
 
 TEST_CASE("dp_time: an interleaved schedule reduces and gathers each model chunk on its own") {
@@ -216,23 +216,22 @@ TEST_CASE("dp_time: an interleaved schedule reduces and gathers each model chunk
   c.pp = 4;
   c.vpp = 4;
   const PlanShapes sh = dp_shapes();
-  const Calibration cal;
   // 30 ms of compute a microbatch: backward 20 ms, a chunk's 5 ms; 4 of them (20 ms) between two
   // chunks' reductions, each 7.52 ms: only the last chunk's, after all the compute, shows
   // (30.081 / 4 = 7.52025 ms). The gather: the first chunk's 3.77 ms (its one bucket is the
   // whole chunk) shows, the others hide behind 4 forward passes of 2.5 ms.
-  const CommTime fast = dp_time(c, sh, fabric(), 1, 0.03, true, cal, true);
+  const CommTime fast = dp_time(c, sh, fabric(), 1, 0.03, true, true);
   CHECK(fast.total == Approx(0.045162));
   CHECK(fast.exposed == Approx(0.00752025 + 0.00377025));
   // 6 ms a microbatch: chunks 4 x 1 ms apart in the backward, 4 x 0.5 ms in the forward; each
   // of the 3 later chunks' shares shows beyond that: 7.52 + 0.75 x (30.081 - 16) ms and 3.77 +
   // 0.75 x (15.081 - 8) ms.
-  const CommTime slow = dp_time(c, sh, fabric(), 1, 0.006, true, cal, true);
+  const CommTime slow = dp_time(c, sh, fabric(), 1, 0.006, true, true);
   CHECK(slow.exposed == Approx(0.018081 + 0.009081));
   // Without overlap nothing hides; a schedule without interleaving keeps the one-chunk rules.
-  CHECK(dp_time(c, sh, fabric(), 1, 0.03, false, cal, false).exposed == Approx(0.045162));
+  CHECK(dp_time(c, sh, fabric(), 1, 0.03, false, false).exposed == Approx(0.045162));
   c.vpp = 1;
-  CHECK(dp_time(c, sh, fabric(), 1, 0.03, true, cal, true).exposed ==
+  CHECK(dp_time(c, sh, fabric(), 1, 0.03, true, true).exposed ==
         Approx(0.0120324 + 0.4 * 0.015081));
 }
 

@@ -5,6 +5,7 @@
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/search.hpp"
+#include "topoplan/stage_memory.hpp"
 
 using namespace topoplan;
 
@@ -321,6 +322,50 @@ TEST_CASE("FP8 TP all-gathers (torchtitan's Float8 TP) cut TP traffic only for f
   const Evaluation no_sp = eval(c, m, j, p);
   j.fp8_tp_all_gather = false;
   CHECK(no_sp.comm[Dim::tp] == Approx(eval(c, m, j, p).comm[Dim::tp]));
+}
+
+TEST_CASE("FP8 parameter all-gathers move the layers' weights at 1 byte, the rest at 2") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  Plan p = plan(1, 4, 8);  // embedding on the first stage, head on the last
+  JobSpec j;
+  j.dtype = Dtype::fp8;
+  const Calibration cal;
+  const PlanCore bf16_gather = prepare(c, m, j, p, cal);
+  j.fp8_param_gather = true;
+  const PlanCore fp8_gather = prepare(c, m, j, p, cal);
+  // The most loaded stage (the first: 8 layers and the 128256 x 4096 embedding) gathers its
+  // layers' weights at 1 byte and the embedding at 2.
+  const double layers = stage_layer_params(m, p);
+  const double embedding = fp8_gather.params_gpu - layers;
+  CHECK(embedding == Approx(128256.0 * 4096).epsilon(0.01));
+  CHECK(bf16_gather.dense_param_bytes == Approx(2.0 * fp8_gather.params_gpu));
+  CHECK(fp8_gather.dense_param_bytes == Approx(layers + 2.0 * embedding));
+  // Gradients are reduced as before; bf16 training ignores the flag.
+  CHECK(fp8_gather.dense_grad_bytes == Approx(bf16_gather.dense_grad_bytes));
+  j.dtype = Dtype::bf16;
+  CHECK(prepare(c, m, j, p, cal).dense_param_bytes == Approx(bf16_gather.dense_param_bytes));
+}
+
+TEST_CASE("DP buckets: Megatron-core's max(40M, 1M x DP) unless the job sets them") {
+  Cluster c = test::preset_cluster("dgx-h100", 64);
+  Model m = test::preset_model("llama3-8b");
+  const Calibration cal;
+  JobSpec j;
+  j.global_batch = 512;
+  CHECK(prepare(c, m, j, plan(8, 1, 8), cal).dp_bucket_params == Approx(40e6));
+  CHECK(prepare(c, m, j, plan(1, 1, 512), cal).dp_bucket_params == Approx(512e6));
+  Plan cp = plan(2, 1, 64);
+  cp[Dim::cp] = 4;  // the DP group counts the CP ranks: 256
+  CHECK(prepare(c, m, j, cp, cal).dp_bucket_params == Approx(256e6));
+  j.dp_bucket_params = 104857600;  // Apex's 200 MB of bf16 gradients
+  CHECK(prepare(c, m, j, plan(1, 1, 512), cal).dp_bucket_params == Approx(104857600.0));
+  // Fewer, larger buckets pay fewer ring latencies: DP time falls at 512 ranks.
+  j.dp_bucket_params = 40000000;
+  const Evaluation small = eval(c, m, j, plan(1, 1, 512));
+  j.dp_bucket_params = 0;
+  const Evaluation large = eval(c, m, j, plan(1, 1, 512));
+  CHECK(total_comm(large, Dim::dp) < total_comm(small, Dim::dp));
 }
 
 TEST_CASE("TP overlap hides a collective only behind the matmul next to it") {

@@ -356,6 +356,34 @@ TEST_CASE("launch advice names only the launchers that can start the placement")
              Catch::Contains("no launcher format here can put them as is"));
 }
 
+TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and read back") {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.dtype = Dtype::fp8;
+  j.fp8_param_gather = true;
+  j.dp_bucket_params = 104857600;
+  RunContext run{c, m, j, Calibration{}};
+  Plan p = make(8, 1, 1, 4, 1, kDefaultOrder);
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  CHECK_THAT(text, Catch::Contains("--fp8-param-gather --ddp-bucket-size 104857600"));
+  const ImportedPlan back =
+      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  REQUIRE(back.fp8_param_gather);
+  CHECK(*back.fp8_param_gather);
+  REQUIRE(back.dp_bucket_params);
+  CHECK(*back.dp_bucket_params == 104857600);
+  // bf16 training has no FP8 parameters to gather; the default bucket size is not written.
+  j.dtype = Dtype::bf16;
+  j.dp_bucket_params = 0;
+  RunContext plain{c, m, j, Calibration{}};
+  const std::string bf16 = export_megatron_args(ExportContext{plain, p, map, t, ExportOptions{}});
+  CHECK_THAT(bf16, !Catch::Contains("--fp8-param-gather"));
+  CHECK_THAT(bf16, !Catch::Contains("--ddp-bucket-size"));
+}
+
 TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and read back") {
   Cluster c = test::preset_cluster("dgx-h100", 4);
   Model m = test::preset_model("llama3-8b");

@@ -111,8 +111,12 @@ struct Calibration {
   /// gradient, write and read its fp32 cast, read and write the fp32 sum).
   double grad_accumulation_bytes_per_param = 18.0;
   double grad_reduce_bytes_fp16 = 2.0;
-  /// Gradient bucket size, parameters; the last bucket cannot overlap the backward pass.
+  /// Gradient bucket size, parameters, at data-parallel sizes up to 40 (Megatron-core's default
+  /// is max(40M, 1M x DP), JobSpec::dp_bucket_params); the last bucket cannot overlap the
+  /// backward pass.
   double dp_bucket_params = 40e6;
+  /// Megatron-core's default bucket grows by this many parameters per data-parallel rank.
+  static constexpr double kDpBucketParamsPerRank = 1e6;
   /// Fraction of TP communication still exposed when TP overlap (--tp-overlap) is on.
   double tp_overlap_exposed_fraction = 0.25;
   /// Inference decode: fixed time per layer per generated token (kernel launches and

@@ -103,7 +103,8 @@ struct PipelineTime {
                                          bool overlap_p2p);
 
 /// DP and ZeRO, per step: gradient reduction (all-reduce for ZeRO-0, reduce-scatter otherwise),
-/// bucketed, each bucket paying the latency terms; dense gradients over dp x cp, expert
+/// in buckets of PlanCore::dp_bucket_params, each paying the latency terms; dense gradients over
+/// dp x cp, expert
 /// gradients over expert-dp. Overlapped with the backward pass (kBackwardFraction of
 /// `compute`, one microbatch) unless `overlap` is off; the last bucket is always exposed.
 ///   ZeRO-0/1: one reduction per step during the last microbatch's backward (ZeRO-1 then
@@ -118,7 +119,6 @@ struct PipelineTime {
 ///   ZeRO-3:   every microbatch also all-gathers the parameters forward and backward, a layer at
 ///             a time; all three hide behind that microbatch's compute where they fit.
 [[nodiscard]] CommTime dp_time(const PlanCore& core, const PlanShapes& shapes, const Fabric& fab,
-                               int zero, double compute, bool overlap, const Calibration& cal,
-                               bool overlap_gather = false);
+                               int zero, double compute, bool overlap, bool overlap_gather = false);
 
 }  // namespace topoplan

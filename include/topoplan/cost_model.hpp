@@ -117,6 +117,7 @@ struct PlanCore {
   double pp_bytes = 0;
   double params_gpu = 0;                                 ///< parameters on one GPU
   double grad_bytes_per_param = 0;                       ///< gradient reduce precision
+  double dp_bucket_params = 0;                           ///< parameters per DP bucket
   double dense_grad_bytes = 0, expert_grad_bytes = 0;    ///< per GPU
   double dense_param_bytes = 0, expert_param_bytes = 0;  ///< per GPU, for the ZeRO all-gathers
   double optimizer_time = 0;

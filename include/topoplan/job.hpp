@@ -43,6 +43,17 @@ struct JobSpec {
   /// (Megatron-LM --grad-reduce-in-bf16, NeMo's grad_sync_dtype: bf16): half the gradient memory
   /// and DP traffic. fp16 training reduces in fp16 either way.
   bool grad_reduce_bf16 = false;
+  /// With fp8 training and a sharded optimizer (ZeRO >= 1), the data-parallel parameter
+  /// all-gathers move the transformer layers' weights in FP8, 1 byte per parameter (Megatron-core
+  /// --fp8-param-gather, NeMo's FP8_PARAMS / fp8_params, Megatron-Bridge's FP8 recipes, torchao's
+  /// enable_fsdp_float8_all_gather); the embedding and the output layer stay 16-bit, and so do
+  /// the gradients' reduce-scatters.
+  bool fp8_param_gather = false;
+  /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
+  /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
+  /// sizes need larger buckets to ensure collectives do not become latency-bound"
+  /// (megatron/core/distributed/distributed_data_parallel_config.py).
+  std::int64_t dp_bucket_params = 0;
   /// Each micro-batch's bf16 gradients are cast to fp32 and added into fp32 copies in a separate
   /// pass over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 in its
   /// config); Megatron-LM's fused gradient accumulation writes them from the weight-gradient GEMM.

@@ -39,6 +39,9 @@ struct StageParams {
 /// `experts_per_gpu` when given.
 [[nodiscard]] StageParams stage_params(const Model& m, const Plan& p,
                                        double* experts_per_gpu = nullptr);
+/// Of StageParams::max(), the parameters in that stage's transformer layers (dense and routed
+/// experts, per GPU); the rest is the embedding or the output head.
+[[nodiscard]] double stage_layer_params(const Model& m, const Plan& p);
 
 /// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, eq. 2: 34 sbh/t
 /// with sequence parallelism, 5 a s^2 b/t more without fused attention), generalised by counting

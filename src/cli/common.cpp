@@ -117,6 +117,13 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "each micro-batch's bf16 gradients are added into fp32 copies in a separate pass "
                "over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 "
                "in the DeepSpeed config); Megatron-LM fuses it into the weight-gradient GEMM");
+  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
+               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
+               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
+               "torchao enable_fsdp_float8_all_gather)");
+  cmd.add_option("--dp-bucket-params", o.dp_bucket_params,
+                 "parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size; "
+                 "default: Megatron-core's max(40M, 1M x DP))");
   // An on/off pair whose default comes from the stack: the two exclude each other.
   auto flag_pair = [&](const char* on, bool& on_value, const char* on_help, const char* off,
                        bool& off_value, const char* off_help) {
@@ -314,6 +321,9 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.grad_reduce_bf16 = pick("--grad-reduce-bf16", true, f.grad_reduce_bf16, false);
   job.grad_accumulation_pass =
       pick("--grad-accumulation-pass", true, f.grad_accumulation_pass, false);
+  job.fp8_param_gather = pick("--fp8-param-gather", true, f.fp8_param_gather, false);
+  job.dp_bucket_params =
+      o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
   // A pair: the "--no-" flag wins outright, then as pick().
   auto pick_pair = [&](const char* on, const char* off, const std::optional<bool>& recorded,
                        bool stack_value) {
@@ -371,6 +381,8 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--expert-tp",
                                                   "--grad-reduce-bf16",
                                                   "--grad-accumulation-pass",
+                                                  "--fp8-param-gather",
+                                                  "--dp-bucket-params",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",
                                                   "--fp8-tp-all-gather",

@@ -51,7 +51,9 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"fa2_attention", job.fa2_attention},
           {"fp8_tp_all_gather", job.fp8_tp_all_gather},
           {"eager", job.eager},
-          {"overlap_p2p", job.overlap_p2p}};
+          {"overlap_p2p", job.overlap_p2p},
+          {"fp8_param_gather", job.fp8_param_gather},
+          {"dp_bucket_params", job.dp_bucket_params}};
 }
 
 /// "schema", then what was planned: model, cluster, gpu, nodes, gpus.

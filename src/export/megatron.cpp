@@ -109,6 +109,21 @@ std::string pipeline_args(const Plan& p, const StageLayers& split) {
   return args;
 }
 
+/// The overlap flags and the data-parallel settings the job asks for.
+std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
+  std::string args;
+  if (j.overlap_grad_reduce) args += " --overlap-grad-reduce";
+  if (j.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
+  if (j.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
+  if (j.fp8_param_gather && j.dtype == Dtype::fp8) args += " --fp8-param-gather";
+  if (j.dp_bucket_params > 0) args += fmt::format(" --ddp-bucket-size {}", j.dp_bucket_params);
+  if (j.tp_comm_overlap) args += " --tp-comm-overlap";
+  if (j.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";
+  if (j.overlap_p2p && p.vpp > 1) args += " --overlap-p2p-communication";
+  if (p.zero >= 1) args += " --use-distributed-optimizer";
+  return args;
+}
+
 }  // namespace
 
 std::string export_megatron_args(const ExportContext& x) {
@@ -129,13 +144,7 @@ std::string export_megatron_args(const ExportContext& x) {
   args += pipeline_args(p, split);
   if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
   if (p.sequence_parallel) args += " --sequence-parallel";
-  if (x.run.job.overlap_grad_reduce) args += " --overlap-grad-reduce";
-  if (x.run.job.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
-  if (x.run.job.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
-  if (x.run.job.tp_comm_overlap) args += " --tp-comm-overlap";
-  if (x.run.job.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";
-  if (x.run.job.overlap_p2p && p.vpp > 1) args += " --overlap-p2p-communication";
-  if (p.zero >= 1) args += " --use-distributed-optimizer";
+  args += overlap_and_data_parallel_args(p, j);
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
   if (p.recompute == Recompute::selective_op)
     out +=

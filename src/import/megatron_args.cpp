@@ -169,8 +169,33 @@ ImportedPlan megatron_defaults() {
   out.tp_comm_overlap = false;
   out.ep_comm_overlap = false;
   out.grad_reduce_bf16 = false;
+  out.fp8_param_gather = false;
   out.overlap_p2p = false;
   return out;
+}
+
+/// The flags that take no value and switch one setting on; false for any other flag.
+bool read_switch(const std::string& f, ImportedPlan& out) {
+  static const std::pair<const char*, void (*)(ImportedPlan&)> kSwitches[] = {
+      {"--sequence-parallel", [](ImportedPlan& o) { o.plan.sequence_parallel = true; }},
+      {"--use-distributed-optimizer", [](ImportedPlan& o) { o.plan.zero = 1; }},
+      {"--recompute-activations", [](ImportedPlan& o) { o.plan.recompute = Recompute::selective; }},
+      {"--overlap-grad-reduce", [](ImportedPlan& o) { o.overlap_grad_reduce = true; }},
+      {"--overlap-param-gather", [](ImportedPlan& o) { o.overlap_param_gather = true; }},
+      {"--tp-comm-overlap", [](ImportedPlan& o) { o.tp_comm_overlap = true; }},
+      {"--overlap-moe-expert-parallel-comm", [](ImportedPlan& o) { o.ep_comm_overlap = true; }},
+      {"--grad-reduce-in-bf16", [](ImportedPlan& o) { o.grad_reduce_bf16 = true; }},
+      {"--fp8-param-gather", [](ImportedPlan& o) { o.fp8_param_gather = true; }},
+      {"--overlap-p2p-communication", [](ImportedPlan& o) { o.overlap_p2p = true; }},
+      {"--use-tp-pp-dp-mapping", [](ImportedPlan& o) { o.plan.order = kTpPpDpOrder; }},
+      {"--cpu-offloading", [](ImportedPlan& o) { o.cpu_offloading = true; }},
+  };
+  for (const auto& [flag, set] : kSwitches)
+    if (f == flag) {
+      set(out);
+      return true;
+    }
+  return false;
 }
 
 }  // namespace
@@ -187,7 +212,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   for (std::size_t i = 0; i < tok.size(); ++i) {
     const std::string& f = tok[i];
     if (read_model_flag(
-            f, [&]() -> const std::string& { return value(i); }, source, out))
+            f, [&]() -> const std::string& { return value(i); }, source, out) ||
+        read_switch(f, out))
       continue;
     if (f == "--tensor-model-parallel-size") {
       out.plan[Dim::tp] = positive(f, value(i), source);
@@ -206,12 +232,6 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.global_batch = positive(f, value(i), source);
     } else if (f == "--seq-length") {
       out.seq_len = positive(f, value(i), source);
-    } else if (f == "--sequence-parallel") {
-      out.plan.sequence_parallel = true;
-    } else if (f == "--use-distributed-optimizer") {
-      out.plan.zero = 1;
-    } else if (f == "--recompute-activations") {
-      out.plan.recompute = Recompute::selective;
     } else if (f == "--recompute-granularity") {
       out.plan.recompute = recompute_granularity(value(i), source);
     } else if (f == "--num-layers-per-virtual-pipeline-stage") {
@@ -219,26 +239,12 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     } else if (f == "--num-virtual-stages-per-pipeline-rank" ||
                f == "--virtual-pipeline-model-parallel-size") {
       out.plan.vpp = positive(f, value(i), source);
-    } else if (f == "--overlap-grad-reduce") {
-      out.overlap_grad_reduce = true;
-    } else if (f == "--overlap-param-gather") {
-      out.overlap_param_gather = true;
-    } else if (f == "--tp-comm-overlap") {
-      out.tp_comm_overlap = true;
-    } else if (f == "--overlap-moe-expert-parallel-comm") {
-      out.ep_comm_overlap = true;
-    } else if (f == "--grad-reduce-in-bf16") {
-      out.grad_reduce_bf16 = true;
-    } else if (f == "--overlap-p2p-communication") {
-      out.overlap_p2p = true;
-    } else if (f == "--use-tp-pp-dp-mapping") {
-      out.plan.order = kTpPpDpOrder;
+    } else if (f == "--ddp-bucket-size") {
+      out.dp_bucket_params = positive(f, value(i), source);
     } else if (f == "--recompute-method") {
       out.recompute_block = value(i) == "block";
     } else if (f == "--recompute-num-layers") {
       out.recompute_num_layers = positive(f, value(i), source);
-    } else if (f == "--cpu-offloading") {
-      out.cpu_offloading = true;
     } else if (f == "--cpu-offloading-num-layers") {
       out.cpu_offloading_num_layers = positive(f, value(i), source);
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8

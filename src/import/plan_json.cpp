@@ -110,6 +110,9 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("grad_reduce_bf16")) out.grad_reduce_bf16 = c.boolean_or("grad_reduce_bf16", false);
   if (c.has("grad_accumulation_pass"))
     out.grad_accumulation_pass = c.boolean_or("grad_accumulation_pass", false);
+  if (c.has("fp8_param_gather")) out.fp8_param_gather = c.boolean_or("fp8_param_gather", false);
+  // 0: Megatron-core's default bucket size (what plan and evaluate write when none was given).
+  if (c.has("dp_bucket_params")) out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
   if (c.has("fa2_attention")) out.fa2_attention = c.boolean_or("fa2_attention", false);
   if (c.has("fp8_tp_all_gather")) out.fp8_tp_all_gather = c.boolean_or("fp8_tp_all_gather", false);
   if (c.has("eager")) out.eager = c.boolean_or("eager", false);
@@ -166,7 +169,8 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
     job.warn_unknown_keys({"seq_len", "global_batch", "dtype", "flash_attention", "tp_comm_overlap",
                            "ep_comm_overlap", "grad_reduce_bf16", "grad_accumulation_pass",
                            "fa2_attention", "fp8_tp_all_gather", "eager", "overlap_grad_reduce",
-                           "overlap_param_gather", "overlap_p2p"});
+                           "overlap_param_gather", "overlap_p2p", "fp8_param_gather",
+                           "dp_bucket_params"});
     read_job(job, out);
   }
   read_specs(c, out);

@@ -22,11 +22,11 @@ struct ImportedPlan {
   std::optional<std::string> cluster_spec, model_spec;
   std::string cluster_spec_source, model_spec_source;
   std::optional<int> nodes;
-  std::optional<std::int64_t> seq_len, global_batch;
+  std::optional<std::int64_t> seq_len, global_batch, dp_bucket_params;
   std::optional<Dtype> dtype;
   std::optional<bool> flash_attention, tp_comm_overlap, ep_comm_overlap, grad_reduce_bf16,
       grad_accumulation_pass, fa2_attention, fp8_tp_all_gather, eager, overlap_grad_reduce,
-      overlap_param_gather, overlap_p2p;
+      overlap_param_gather, overlap_p2p, fp8_param_gather;
   std::optional<int> layers_per_virtual_stage;  ///< Megatron's way to give vpp (needs the model)
   /// Model-shape arguments a source states (Megatron-LM: --num-layers 80, ...): flag -> value.
   /// They must agree with the model being planned.
