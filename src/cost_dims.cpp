@@ -147,7 +147,10 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
   const double gather = dense.gather + expert.gather;
   const double backward = compute * kBackwardFraction, forward = compute - backward;
   const double window = overlap ? backward : 0.0;
-  const double last_bucket = std::min(1.0, core.dp_bucket_params / params_gpu);
+  // The bucket the backward reduces last and the forward gathers first: the embedding's own, on
+  // the stage that holds it, when it is larger than a bucket.
+  const double edge_bucket = std::max(core.dp_bucket_params, core.embedding_bucket_params);
+  const double last_bucket = std::min(1.0, edge_bucket / params_gpu);
   auto overlapped = [&](double comm, double hide) {
     return std::max(comm - hide, comm * last_bucket);
   };
@@ -166,7 +169,7 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
     auto later_chunks = [&](double comm, double pass) {
       return std::max(0.0, (v - 1.0) / v * (comm - apart * pass));
     };
-    const double chunk_last_bucket = std::min(1.0, core.dp_bucket_params * v / params_gpu);
+    const double chunk_last_bucket = std::min(1.0, edge_bucket * v / params_gpu);
     if (overlap) grad_exposed = grad / v + later_chunks(grad, backward);
     if (overlap_gather)
       gather_exposed = std::max(gather / v - forward / v, gather / v * chunk_last_bucket) +

@@ -262,7 +262,8 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   const int dp = p[Dim::dp], cp = p[Dim::cp];
   const double bytes = activation_bytes(j);
   double experts_gpu = 0;
-  const double params_gpu = stage_params(m, p, &experts_gpu).max();
+  const StageParams stages = stage_params(m, p, &experts_gpu);
+  const double params_gpu = stages.max();
   const double grad_bytes = gradient_bytes(j, cal);
   const double dense_gpu = params_gpu - experts_gpu;
   core.params_gpu = params_gpu;
@@ -271,6 +272,8 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
       j.dp_bucket_params > 0
           ? static_cast<double>(j.dp_bucket_params)
           : std::max(cal.dp_bucket_params, Calibration::kDpBucketParamsPerRank * dp * cp);
+  if (p[Dim::pp] == 1 || stages.max() == stages.first)
+    core.embedding_bucket_params = static_cast<double>(m.counts.embedding_params) / p[Dim::tp];
   core.dense_grad_bytes = dense_gpu * grad_bytes;
   core.expert_grad_bytes = experts_gpu * grad_bytes;
   // The parameter all-gather: FP8 layer weights under --fp8-param-gather (the embedding and the

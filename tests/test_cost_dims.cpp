@@ -206,6 +206,15 @@ TEST_CASE("dp_time: bucketed reductions, the backward window and the last bucket
         Approx(0.030081 + 0.015081 - 0.002));
   // ZeRO-0 has no gather to hide.
   CHECK(dp_time(c, sh, fabric(), 0, 0.03, true, true).exposed == Approx(z0.exposed));
+  // A 60M-parameter embedding is a bucket of its own, the last the backward reduces: 60% of
+  // the 30.081 ms reduce-scatter shows (18.05 ms), not the 40% of a 40M bucket.
+  PlanCore embedded = c;
+  embedded.embedding_bucket_params = 60e6;
+  CHECK(dp_time(embedded, sh, fabric(), 1, 0.03, true).exposed ==
+        Approx(0.6 * 0.030081 + 0.015081));
+  // Smaller than a bucket, it changes nothing.
+  embedded.embedding_bucket_params = 10e6;
+  CHECK(dp_time(embedded, sh, fabric(), 1, 0.03, true).exposed == Approx(z1.exposed));
 }
 
 TEST_CASE("dp_time: an interleaved schedule reduces and gathers each model chunk on its own") {

@@ -360,6 +360,17 @@ TEST_CASE("DP buckets: Megatron-core's max(40M, 1M x DP) unless the job sets the
   CHECK(prepare(c, m, j, cp, cal).dp_bucket_params == Approx(256e6));
   j.dp_bucket_params = 104857600;  // Apex's 200 MB of bf16 gradients
   CHECK(prepare(c, m, j, plan(1, 1, 512), cal).dp_bucket_params == Approx(104857600.0));
+  // The embedding (128256 x 4096, over TP 2) is its own bucket on the stage that holds it.
+  CHECK(prepare(c, m, j, plan(2, 1, 256), cal).embedding_bucket_params ==
+        Approx(128256.0 * 4096 / 2));
+  // With pipeline stages, only when the first stage (the embedding's) is the most loaded.
+  Plan staged = plan(1, 4, 128);
+  staged.first_stage_layers = 10;  // 10 / 8 / 8 / 6 of the 32 layers
+  staged.last_stage_layers = 6;
+  CHECK(prepare(c, m, j, staged, cal).embedding_bucket_params == Approx(128256.0 * 4096));
+  staged.first_stage_layers = 6;  // 6 / 8 / 8 / 10: the last stage holds the most
+  staged.last_stage_layers = 10;
+  CHECK(prepare(c, m, j, staged, cal).embedding_bucket_params == 0.0);
   // Fewer, larger buckets pay fewer ring latencies: DP time falls at 512 ranks.
   j.dp_bucket_params = 40000000;
   const Evaluation small = eval(c, m, j, plan(1, 1, 512));

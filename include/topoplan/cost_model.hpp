@@ -115,9 +115,13 @@ struct PlanCore {
   double ep_per_layer = 0;
   double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
   double pp_bytes = 0;
-  double params_gpu = 0;                                 ///< parameters on one GPU
-  double grad_bytes_per_param = 0;                       ///< gradient reduce precision
-  double dp_bucket_params = 0;                           ///< parameters per DP bucket
+  double params_gpu = 0;            ///< parameters on one GPU
+  double grad_bytes_per_param = 0;  ///< gradient reduce precision
+  double dp_bucket_params = 0;      ///< parameters per DP bucket
+  /// The word embedding's parameters on one GPU when the most loaded stage holds it: a bucket of
+  /// its own (Megatron-core never splits a parameter across buckets), the last gradient the
+  /// backward reduces and the first parameter the forward gathers; 0 on other stages.
+  double embedding_bucket_params = 0;
   double dense_grad_bytes = 0, expert_grad_bytes = 0;    ///< per GPU
   double dense_param_bytes = 0, expert_param_bytes = 0;  ///< per GPU, for the ZeRO all-gathers
   double optimizer_time = 0;
