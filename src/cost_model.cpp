@@ -251,10 +251,6 @@ double offload_exposed(const Model& m, const JobSpec& j, const Plan& p, const Ca
   return p.offload_layers * (std::max(0.0, copy - fwd) + std::max(0.0, copy - 2.0 * fwd));
 }
 
-}  // namespace
-
-namespace {
-
 /// The parameters on the most loaded stage: what DP reduces (in buckets) and gathers, and the
 /// optimizer step.
 void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const JobSpec& j,

@@ -375,6 +375,10 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
   CHECK(*back.fp8_param_gather);
   REQUIRE(back.dp_bucket_params);
   CHECK(*back.dp_bucket_params == 104857600);
+  // Training scripts give buckets past 2^31 parameters (--ddp-bucket-size 4000000000).
+  const ImportedPlan large = parse_megatron_args("--ddp-bucket-size 4000000000", "args");
+  REQUIRE(large.dp_bucket_params);
+  CHECK(*large.dp_bucket_params == 4000000000);
   // bf16 training has no FP8 parameters to gather; the default bucket size is not written.
   j.dtype = Dtype::bf16;
   j.dp_bucket_params = 0;

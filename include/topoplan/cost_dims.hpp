@@ -104,9 +104,9 @@ struct PipelineTime {
 
 /// DP and ZeRO, per step: gradient reduction (all-reduce for ZeRO-0, reduce-scatter otherwise),
 /// in buckets of PlanCore::dp_bucket_params, each paying the latency terms; dense gradients over
-/// dp x cp, expert
-/// gradients over expert-dp. Overlapped with the backward pass (kBackwardFraction of
-/// `compute`, one microbatch) unless `overlap` is off; the last bucket is always exposed.
+/// dp x cp, expert gradients over expert-dp. Overlapped with the backward pass
+/// (kBackwardFraction of `compute`, one microbatch) unless `overlap` is off; the last bucket (the
+/// embedding's own where it is larger, PlanCore::embedding_bucket_params) is always exposed.
 ///   ZeRO-0/1: one reduction per step during the last microbatch's backward (ZeRO-1 then
 ///             all-gathers the updated parameters: exposed, or with `overlap_gather`
 ///             (Megatron's --overlap-param-gather) behind the next step's first forward pass,

@@ -13,8 +13,9 @@
 namespace topoplan {
 namespace {
 
-int positive(const std::string& flag, const std::string& value, const std::string& source) {
-  int v = 0;
+template <typename Int = int>
+Int positive(const std::string& flag, const std::string& value, const std::string& source) {
+  Int v = 0;
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc{} || p != value.data() + value.size() || v < 1)
     throw_input(source, flag, fmt::format("expected a positive integer, got '{}'", value));
@@ -240,7 +241,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
                f == "--virtual-pipeline-model-parallel-size") {
       out.plan.vpp = positive(f, value(i), source);
     } else if (f == "--ddp-bucket-size") {
-      out.dp_bucket_params = positive(f, value(i), source);
+      out.dp_bucket_params = positive<std::int64_t>(f, value(i), source);  // 4000000000 is common
     } else if (f == "--recompute-method") {
       out.recompute_block = value(i) == "block";
     } else if (f == "--recompute-num-layers") {
