@@ -40,12 +40,11 @@ void validate(const JobSpec& j) {
   if (j.global_batch < 1 || j.global_batch > kMax)
     throw_input("global_batch", "",
                 fmt::format("expected a positive integer up to {}, got {}", kMax, j.global_batch));
-  constexpr std::int64_t kMaxBucket = std::int64_t{1} << 40;
-  if (j.dp_bucket_params < 0 || j.dp_bucket_params > kMaxBucket)
+  if (j.dp_bucket_params < 0 || j.dp_bucket_params > kMaxDpBucketParams)
     throw_input("dp_bucket_params", "",
                 fmt::format("expected a positive number of parameters up to {} (0: the default), "
                             "got {}",
-                            kMaxBucket, j.dp_bucket_params));
+                            kMaxDpBucketParams, j.dp_bucket_params));
 }
 
 void validate(const JobSpec& j, const GpuSpec& gpu) {

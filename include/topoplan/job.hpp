@@ -79,6 +79,8 @@ struct JobSpec {
 /// Sequence lengths, batches and token counts are bounded so that token counts and loops over
 /// divisors stay small: 16,777,216 (2^24).
 inline constexpr std::int64_t kMaxJobCount = std::int64_t{1} << 24;
+/// JobSpec::dp_bucket_params at most 2^40 parameters.
+inline constexpr std::int64_t kMaxDpBucketParams = std::int64_t{1} << 40;
 
 void validate(const JobSpec& j);
 struct GpuSpec;

@@ -112,7 +112,12 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
     out.grad_accumulation_pass = c.boolean_or("grad_accumulation_pass", false);
   if (c.has("fp8_param_gather")) out.fp8_param_gather = c.boolean_or("fp8_param_gather", false);
   // 0: Megatron-core's default bucket size (what plan and evaluate write when none was given).
-  if (c.has("dp_bucket_params")) out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
+  if (c.has("dp_bucket_params")) {
+    out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
+    if (*out.dp_bucket_params > kMaxDpBucketParams)
+      c.fail("dp_bucket_params",
+             fmt::format("an integer from 0 to {} (0: the default)", kMaxDpBucketParams));
+  }
   if (c.has("fa2_attention")) out.fa2_attention = c.boolean_or("fa2_attention", false);
   if (c.has("fp8_tp_all_gather")) out.fp8_tp_all_gather = c.boolean_or("fp8_tp_all_gather", false);
   if (c.has("eager")) out.eager = c.boolean_or("eager", false);
