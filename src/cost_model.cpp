@@ -258,8 +258,8 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   const int dp = p[Dim::dp], cp = p[Dim::cp];
   const double bytes = activation_bytes(j);
   double experts_gpu = 0;
-  const StageParams stages = stage_params(m, p, &experts_gpu);
-  const double params_gpu = stages.max();
+  const LoadedStage stage = most_loaded_stage(m, p, &experts_gpu);
+  const double params_gpu = stage.params;
   const double grad_bytes = gradient_bytes(j, cal);
   const double dense_gpu = params_gpu - experts_gpu;
   core.params_gpu = params_gpu;
@@ -268,7 +268,7 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
       j.dp_bucket_params > 0
           ? static_cast<double>(j.dp_bucket_params)
           : std::max(cal.dp_bucket_params, Calibration::kDpBucketParamsPerRank * dp * cp);
-  if (p[Dim::pp] == 1 || stages.max() == stages.first)
+  if (stage.holds_embedding)
     core.embedding_bucket_params = static_cast<double>(m.counts.embedding_params) / p[Dim::tp];
   core.dense_grad_bytes = dense_gpu * grad_bytes;
   core.expert_grad_bytes = experts_gpu * grad_bytes;
@@ -276,7 +276,7 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   // head, which stay 16-bit, are what remains of the dense parameters beyond the layers').
   const bool fp8_gather = j.fp8_param_gather && j.dtype == Dtype::fp8;
   const double fp8_dense =
-      fp8_gather ? std::clamp(stage_layer_params(m, p) - experts_gpu, 0.0, dense_gpu) : 0.0;
+      fp8_gather ? std::clamp(stage.layer_params - experts_gpu, 0.0, dense_gpu) : 0.0;
   const double fp8_bytes = dtype_bytes(Dtype::fp8);
   core.dense_param_bytes = fp8_dense * fp8_bytes + (dense_gpu - fp8_dense) * bytes;
   core.expert_param_bytes = experts_gpu * (fp8_gather ? fp8_bytes : bytes);

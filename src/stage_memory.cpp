@@ -59,14 +59,17 @@ StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu)
   return {first + emb, last + head, middle};
 }
 
-double stage_layer_params(const Model& m, const Plan& p) {
-  const StageParams params = stage_params(m, p);
+LoadedStage most_loaded_stage(const Model& m, const Plan& p, double* experts_per_gpu) {
+  const StageParams params = stage_params(m, p, experts_per_gpu);
   const StageLayers split = split_of(p, m.spec.layers);
   const auto [dense_layer, expert_layer] = layer_share(m, p);
-  std::int64_t layers = split.first;  // pp 1, or the first stage holds the most
-  if (p[Dim::pp] > 1 && params.max() > params.first)
-    layers = params.max() == params.last ? split.last : split.middle;
-  return static_cast<double>(layers) * (dense_layer + expert_layer);
+  LoadedStage out;
+  out.params = params.max();
+  out.holds_embedding = p[Dim::pp] == 1 || params.max() == params.first;
+  std::int64_t layers = split.first;
+  if (!out.holds_embedding) layers = params.max() == params.last ? split.last : split.middle;
+  out.layer_params = static_cast<double>(layers) * (dense_layer + expert_layer);
+  return out;
 }
 
 double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, Recompute r) {

@@ -336,7 +336,7 @@ TEST_CASE("FP8 parameter all-gathers move the layers' weights at 1 byte, the res
   const PlanCore fp8_gather = prepare(c, m, j, p, cal);
   // The most loaded stage (the first: 8 layers and the 128256 x 4096 embedding) gathers its
   // layers' weights at 1 byte and the embedding at 2.
-  const double layers = stage_layer_params(m, p);
+  const double layers = most_loaded_stage(m, p).layer_params;
   const double embedding = fp8_gather.params_gpu - layers;
   CHECK(embedding == Approx(128256.0 * 4096).epsilon(0.01));
   CHECK(bf16_gather.dense_param_bytes == Approx(2.0 * fp8_gather.params_gpu));

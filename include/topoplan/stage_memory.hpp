@@ -39,9 +39,16 @@ struct StageParams {
 /// `experts_per_gpu` when given.
 [[nodiscard]] StageParams stage_params(const Model& m, const Plan& p,
                                        double* experts_per_gpu = nullptr);
-/// Of StageParams::max(), the parameters in that stage's transformer layers (dense and routed
-/// experts, per GPU); the rest is the embedding or the output head.
-[[nodiscard]] double stage_layer_params(const Model& m, const Plan& p);
+/// The most loaded stage (StageParams::max()), per GPU: all its parameters, those in its
+/// transformer layers (dense and routed experts; the rest is the embedding or the output head),
+/// and whether it is the first stage, the one holding the word embedding (always at pp 1).
+struct LoadedStage {
+  double params = 0;
+  double layer_params = 0;
+  bool holds_embedding = false;
+};
+[[nodiscard]] LoadedStage most_loaded_stage(const Model& m, const Plan& p,
+                                            double* experts_per_gpu = nullptr);
 
 /// Activation bytes of one layer for one microbatch (Korthikanti et al. 2022, eq. 2: 34 sbh/t
 /// with sequence parallelism, 5 a s^2 b/t more without fused attention), generalised by counting
