@@ -16,26 +16,31 @@ namespace {
 bool accepts(const RowFilter& rows, const CalibrationResult& r) { return !rows || rows(r); }
 
 /// The families in the order their first row appears in the corpus.
-std::vector<std::string> families(const RowFilter& rows) {
+std::vector<std::string> families(const RowFilter& rows, const RunCorpus& corpus) {
   std::vector<std::string> out;
-  static_cast<void>(run_calibration_where(Calibration{}, [&](const CalibrationResult& r) {
-    if (accepts(rows, r) && std::find(out.begin(), out.end(), r.family) == out.end())
-      out.push_back(r.family);
-    return false;  // nothing to predict: the names are all it needs
-  }));
+  static_cast<void>(run_calibration_where(
+      Calibration{},
+      [&](const CalibrationResult& r) {
+        if (accepts(rows, r) && std::find(out.begin(), out.end(), r.family) == out.end())
+          out.push_back(r.family);
+        return false;  // nothing to predict: the names are all it needs
+      },
+      corpus));
   return out;
 }
 
 CrossValidationFold run_fold(const Calibration& start, const std::vector<FittedConstant>& keys,
-                             const std::string& family, const RowFilter& rows) {
+                             const std::string& family, const RowFilter& rows,
+                             const RunCorpus& corpus) {
   CrossValidationFold fold;
   fold.family = family;
-  const CalibrationFit fit = fit_calibration(start, keys, [&](const CalibrationResult& r) {
-    return accepts(rows, r) && r.family != family;
-  });
+  const CalibrationFit fit = fit_calibration(
+      start, keys,
+      [&](const CalibrationResult& r) { return accepts(rows, r) && r.family != family; }, corpus);
   fold.constants = fit.constants;
   fold.rows = run_calibration_where(
-      fit.cal, [&](const CalibrationResult& r) { return accepts(rows, r) && r.family == family; });
+      fit.cal, [&](const CalibrationResult& r) { return accepts(rows, r) && r.family == family; },
+      corpus);
   fold.error = summarize(fold.rows).all;
   return fold;
 }
@@ -43,8 +48,8 @@ CrossValidationFold run_fold(const Calibration& start, const std::vector<FittedC
 }  // namespace
 
 CrossValidation cross_validate(const Calibration& start, const std::vector<FittedConstant>& keys,
-                               int threads, const RowFilter& rows) {
-  const std::vector<std::string> names = families(rows);
+                               int threads, const RowFilter& rows, const RunCorpus& corpus) {
+  const std::vector<std::string> names = families(rows, corpus);
   CrossValidation cv;
   cv.folds.resize(names.size());
   std::atomic<std::size_t> next{0};
@@ -54,7 +59,7 @@ CrossValidation cross_validate(const Calibration& start, const std::vector<Fitte
   auto work = [&] {
     for (std::size_t i = next++; i < names.size(); i = next++) {
       try {
-        cv.folds[i] = run_fold(start, keys, names[i], rows);
+        cv.folds[i] = run_fold(start, keys, names[i], rows, corpus);
       } catch (...) {
         errors[i] = std::current_exception();
         next = names.size();

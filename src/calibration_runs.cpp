@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
+#include <string_view>
 
 #include "detail/json_input.hpp"
 #include "detail/names.hpp"
@@ -19,10 +22,11 @@ namespace topoplan {
 namespace {
 
 constexpr const char* kRunsFile = "calibration/runs.json";
+constexpr const char* kRunsSchema = "topoplan.calibration-runs/v1";
 
-std::string runs_text() {
+RunCorpus embedded_runs() {
   for (const auto& f : embedded_presets())
-    if (std::string(f.path) == kRunsFile) return f.text;
+    if (std::string(f.path) == kRunsFile) return {f.text, std::string("configs/") + kRunsFile};
   throw std::runtime_error("calibration runs are not compiled in");
 }
 
@@ -152,7 +156,9 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   SearchResult res = search(c, m, j, cal, opt);
   const Candidate* best =
       res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr) : &res.top.front();
-  if (!best) throw std::runtime_error(out.name + ": no valid plan");
+  if (!best)
+    pc.fail_here(
+        fmt::format("no plan with these settings runs {} on {} GPUs", m.spec.name, c.gpu_count()));
   const Evaluation& e = best->eval;
   const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
   const double gpus = static_cast<double>(best->plan.world());  // those the run used
@@ -188,12 +194,35 @@ constexpr std::array<const char*, 3> kRunKindNames{"training", "inference", "col
 
 const char* to_string(RunKind k) { return detail::name_of(kRunKindNames, k); }
 
-std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only) {
-  if (!fit_rows_only) return run_calibration_where(cal, RowFilter{});
-  return run_calibration_where(cal, [](const CalibrationResult& r) { return !r.held_out; });
+const RunCorpus& builtin_runs() {
+  static const RunCorpus corpus = embedded_runs();
+  return corpus;
+}
+
+std::vector<CalibrationResult> run_calibration(const Calibration& cal, bool fit_rows_only,
+                                               const RunCorpus& corpus) {
+  if (!fit_rows_only) return run_calibration_where(cal, RowFilter{}, corpus);
+  return run_calibration_where(
+      cal, [](const CalibrationResult& r) { return !r.held_out; }, corpus);
 }
 
 namespace {
+
+/// The figures each kind of row can be compared on.
+void check_metric(const detail::JsonCursor& measured, RunKind kind) {
+  static constexpr std::array<std::string_view, 4> kTraining{
+      "iteration_time_s", "tokens_per_s_per_gpu", "mfu", "hardware_tflops_per_gpu"};
+  static constexpr std::array<std::string_view, 2> kServing{"ttft_ms", "end_to_end_ms"};
+  static constexpr std::array<std::string_view, 2> kCollective{"busbw_GBps", "time_us"};
+  std::span<const std::string_view> known = kCollective;
+  if (kind == RunKind::training) known = kTraining;
+  if (kind == RunKind::inference) known = kServing;
+  const std::string metric = measured.string("metric");
+  if (std::find(known.begin(), known.end(), metric) != known.end()) return;
+  std::string names;
+  for (const auto k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+  measured.fail("metric", fmt::format("one of {} for a {} run", names, to_string(kind)));
+}
 
 /// A row's identity, role and kind (what a RowFilter sees), with its model and cluster read
 /// once: the filter needs their types, the prediction the rest.
@@ -212,6 +241,7 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
   res.kind = r.has("collective")  ? RunKind::collective
              : r.has("inference") ? RunKind::inference
                                   : RunKind::training;
+  check_metric(r.at("measured"), res.kind);
   cs = run_cluster_spec(r);
   res.arch = cs.gpu.arch;
   if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
@@ -223,28 +253,86 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
 
 void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const ClusterSpec& cs,
                  const Calibration& cal, CalibrationResult& res, RunExplanation* x) {
-  const Cluster c(cs, r.source());
-  if (res.kind == RunKind::collective)
-    predict_collective(r, c, cal, res);
-  else if (res.kind == RunKind::inference)
-    predict_inference(r, c, *m, cal, res, x);
-  else
-    predict_training(r, c, *m, cal, res, x);
+  try {
+    const Cluster c(cs, r.source());
+    if (res.kind == RunKind::collective)
+      predict_collective(r, c, cal, res);
+    else if (res.kind == RunKind::inference)
+      predict_inference(r, c, *m, cal, res, x);
+    else
+      predict_training(r, c, *m, cal, res, x);
+  } catch (const InputError& e) {
+    // What the planner rejects names its flag ("tp: 3 does not divide the 512 GPUs"); in a runs
+    // file the row is the place to point at.
+    const std::string what = e.what();
+    if (what.rfind(r.source() + ":", 0) == 0) throw;
+    throw InputError(input_message(r.source(), r.path(), what));
+  }
   if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
 }
 
-detail::JsonCursor runs_array(nlohmann::json& doc) {
-  const std::string source = std::string("configs/") + kRunsFile;
-  doc = detail::parse_json(runs_text(), source);
-  return detail::JsonCursor(doc, source).at("runs");
+/// The corpus's "runs" array, after its "schema" (when given) is checked.
+detail::JsonCursor runs_array(nlohmann::json& doc, const RunCorpus& corpus) {
+  doc = detail::parse_json(corpus.text, corpus.source);
+  const detail::JsonCursor top(doc, corpus.source);
+  if (top.has("schema") && top.string("schema") != kRunsSchema)
+    top.fail("schema", fmt::format("\"{}\"", kRunsSchema));
+  const detail::JsonCursor runs = top.at("runs");
+  if (runs.array_size() == 0) top.fail("runs", "a non-empty array of runs");
+  return runs;
 }
 
 }  // namespace
 
-std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
-                                                     const RowFilter& keep) {
+RunCorpus load_runs_file(const std::string& path) {
+  RunCorpus corpus{detail::read_text_file(path), path};
+  warn_unknown_run_keys(corpus);
+  return corpus;
+}
+
+void warn_unknown_run_keys(const RunCorpus& corpus) {
   nlohmann::json doc;
-  const auto runs = runs_array(doc);
+  const auto runs = runs_array(doc, corpus);
+  for (std::size_t i = 0; i < runs.array_size(); ++i) {
+    const auto r = runs.at(i);
+    r.warn_unknown_keys({"name", "family", "role", "checked", "why_not_checked", "cluster", "nodes",
+                         "server_nics", "model", "job", "plan", "measured", "inference",
+                         "collective", "bytes", "algorithm"});
+    auto inner = [&](const char* key, const std::vector<std::string_view>& known) {
+      if (r.has(key)) r.at(key).warn_unknown_keys(known);
+    };
+    inner("job", {"seq_len",
+                  "global_batch",
+                  "dtype",
+                  "stack",
+                  "flash_attention",
+                  "fa2_attention",
+                  "eager",
+                  "tp_comm_overlap",
+                  "fp8_tp_all_gather",
+                  "ep_comm_overlap",
+                  "overlap_grad_reduce",
+                  "overlap_param_gather",
+                  "grad_reduce_bf16",
+                  "grad_accumulation_pass",
+                  "fp8_param_gather",
+                  "dp_bucket_params",
+                  "gpus",
+                  "overlap_p2p",
+                  "flexible_pipeline_layout",
+                  "activation_offload"});
+    inner("plan", {"tp", "pp", "dp", "cp", "ep", "expert_tp", "order", "zero", "recompute",
+                   "sequence_parallel", "micro_batch", "vpp"});
+    inner("inference",
+          {"prompt_len", "output_len", "batch", "weight_dtype", "kv_dtype", "runtime"});
+    inner("measured", {"metric", "value"});
+  }
+}
+
+std::vector<CalibrationResult> run_calibration_where(const Calibration& cal, const RowFilter& keep,
+                                                     const RunCorpus& corpus) {
+  nlohmann::json doc;
+  const auto runs = runs_array(doc, corpus);
   std::vector<CalibrationResult> out;
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
     const auto r = runs.at(i);
@@ -258,9 +346,10 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
   return out;
 }
 
-RunExplanation explain_run(const Calibration& cal, const std::string& name) {
+RunExplanation explain_run(const Calibration& cal, const std::string& name,
+                           const RunCorpus& corpus) {
   nlohmann::json doc;
-  const auto runs = runs_array(doc);
+  const auto runs = runs_array(doc, corpus);
   std::vector<std::size_t> hits;
   std::vector<std::string> names;
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
@@ -322,17 +411,23 @@ void set_entry(Calibration& cal, const std::string& key, double v) {
   *value = v / scale;
 }
 
+/// The rows a fit minimises the error over: those of `corpus` that `keep` accepts.
+struct FitRows {
+  const RowFilter& keep;
+  const RunCorpus& corpus;
+};
+
 /// Mean absolute error over the checked rows `rows` accepts with constant `key` set to `v`
 /// (table units).
-double fit_error(Calibration cal, const std::string& key, double v, const RowFilter& rows) {
+double fit_error(Calibration cal, const std::string& key, double v, const FitRows& rows) {
   set_entry(cal, key, v);
-  return summarize(run_calibration_where(cal, rows)).all.mean;
+  return summarize(run_calibration_where(cal, rows.keep, rows.corpus)).all.mean;
 }
 
 /// Best value of one constant in [lo, hi]: a 21-point grid, then golden-section search on the
 /// grid cell around the best point. Ties keep the lower value. No row responding to it (every
 /// grid point's error the same): the constant keeps its value, marked unconstrained.
-double fit_one(const Calibration& cal, FittedConstant& k, const RowFilter& rows) {
+double fit_one(const Calibration& cal, FittedConstant& k, const FitRows& rows) {
   constexpr int kGrid = 20;
   const std::string& key = k.key;
   const double lo = k.lo, hi = k.hi;
@@ -363,13 +458,15 @@ double fit_one(const Calibration& cal, FittedConstant& k, const RowFilter& rows)
 
 }  // namespace
 
-CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys) {
-  return fit_calibration(start, std::move(keys),
-                         [](const CalibrationResult& r) { return !r.held_out; });
+CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
+                               const RunCorpus& corpus) {
+  return fit_calibration(
+      start, std::move(keys), [](const CalibrationResult& r) { return !r.held_out; }, corpus);
 }
 
 CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
-                               const RowFilter& rows) {
+                               const RowFilter& keep, const RunCorpus& corpus) {
+  const FitRows rows{keep, corpus};
   CalibrationFit out;
   out.cal = start;
   for (auto& k : keys) {
@@ -377,14 +474,14 @@ CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConst
     k.start = *entry_value(out.cal, k.key, scale) * scale;
     k.value = k.start;
   }
-  out.fit_error_before = summarize(run_calibration_where(out.cal, rows)).all.mean;
+  out.fit_error_before = summarize(run_calibration_where(out.cal, keep, corpus)).all.mean;
   constexpr int kRounds = 3;
   for (int round = 0; round < kRounds; ++round)
     for (auto& k : keys) {
       k.value = fit_one(out.cal, k, rows);
       set_entry(out.cal, k.key, k.value);
     }
-  out.fit_error_after = summarize(run_calibration_where(out.cal, rows)).all.mean;
+  out.fit_error_after = summarize(run_calibration_where(out.cal, keep, corpus)).all.mean;
   out.constants = std::move(keys);
   return out;
 }

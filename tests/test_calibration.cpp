@@ -332,3 +332,68 @@ TEST_CASE("qualitative: a large model on 64 GPUs wants a small micro-batch, not 
   for (const auto& cand : r.top) largest = std::max(largest, cand.plan.micro_batch);
   CHECK(largest > r.top.front().plan.micro_batch);  // larger ones fit, and rank lower
 }
+
+TEST_CASE(
+    "calibrate --runs: a user's own runs are predicted as the published ones, and fitted on") {
+  const RunCorpus mine =
+      load_runs_file(std::string(TOPOPLAN_SOURCE_DIR) + "/examples/runs/llama3.1-405b-h100.json");
+  const auto rows = run_calibration(Calibration{}, false, mine);
+  REQUIRE(rows.size() == 5);
+  // The example holds NVIDIA's MLPerf v5.0 H100 rows under other names: each predicts what the
+  // built-in row with the same measurement predicts.
+  const auto builtin = run_calibration_where(Calibration{}, [](const CalibrationResult& r) {
+    return r.family == "MLPerf Training v5.0" && r.name.find("H100") != std::string::npos;
+  });
+  REQUIRE(builtin.size() == 5);
+  for (const auto& r : rows) {
+    INFO(r.name);
+    CHECK(r.family == "my runs");
+    const auto same = std::find_if(builtin.begin(), builtin.end(), [&](const CalibrationResult& b) {
+      return b.measured == r.measured;
+    });
+    REQUIRE(same != builtin.end());
+    CHECK(r.predicted == Approx(same->predicted).epsilon(1e-12));
+  }
+  // --fit looks at the file's two fit rows only, and its fit carries to the three held back.
+  std::vector<FittedConstant> keys;
+  for (const auto& k : default_fitted_constants())
+    if (k.key == "gemm_efficiency_fp8.hopper") keys.push_back(k);
+  std::vector<std::string> seen;
+  const CalibrationFit f = fit_calibration(
+      Calibration{}, keys,
+      [&](const CalibrationResult& r) {
+        seen.push_back(r.name);
+        return !r.held_out;
+      },
+      mine);
+  CHECK(!seen.empty());
+  CHECK(std::all_of(seen.begin(), seen.end(),
+                    [](const std::string& n) { return n.rfind("Llama 3.1 405B, ", 0) == 0; }));
+  CHECK(f.constants[0].value > Calibration{}.gemm_efficiency_fp8[static_cast<int>(Arch::hopper)]);
+  CHECK(f.fit_error_after < f.fit_error_before);
+  const CalibrationSummary before = summarize(rows);
+  const CalibrationSummary after = summarize(run_calibration(f.cal, false, mine));
+  CHECK(after.held_out.runs == 3);
+  CHECK(after.held_out.mean < before.held_out.mean / 2);
+  // A bad row names the file and the row; the built-in corpus is untouched by any of it.
+  RunCorpus bad = mine;
+  bad.source = "mine.json";
+  bad.text.replace(bad.text.find("\"tp\": 8"), 7, "\"tp\": 3");
+  CHECK_THROWS_WITH(run_calibration(Calibration{}, false, bad),
+                    Catch::StartsWith("mine.json: runs[0]: tp: 3 does not divide"));
+  // The published corpus uses only keys the runs format knows (a user's file gets a warning per
+  // unknown key, so a typo in an overlap flag is not a silent default).
+  std::vector<std::string> warnings;
+  set_warning_sink([&](const std::string& w) { warnings.push_back(w); });
+  warn_unknown_run_keys(builtin_runs());
+  RunCorpus typo = mine;
+  typo.source = "typo.json";
+  typo.text.replace(typo.text.find("\"fp8_param_gather\""), 18, "\"fp8_param_gathr\"");
+  warn_unknown_run_keys(typo);
+  set_warning_sink(nullptr);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("typo.json: runs[0].job.fp8_param_gathr: unknown key"));
+  const auto published_fit = run_calibration(Calibration{}, true);
+  CHECK(std::none_of(published_fit.begin(), published_fit.end(),
+                     [](const CalibrationResult& r) { return r.family == "my runs"; }));
+}

@@ -49,15 +49,31 @@ struct CalibrationSummary {
 };
 [[nodiscard]] CalibrationSummary summarize(const std::vector<CalibrationResult>& r);
 
-/// Re-predicts every run with `cal` (only the fit rows with `fit_rows_only`).
-[[nodiscard]] std::vector<CalibrationResult> run_calibration(const Calibration& cal,
-                                                             bool fit_rows_only = false);
+/// The runs a report re-predicts: topoplan.calibration-runs/v1 JSON, the format of
+/// configs/calibration/runs.json, and the name its input errors cite.
+struct RunCorpus {
+  std::string text;
+  std::string source;
+};
+/// The published runs compiled in (configs/calibration/runs.json).
+[[nodiscard]] const RunCorpus& builtin_runs();
+/// A user's own runs (calibrate --runs FILE), in the same format; read here, checked as each
+/// report walks it (InputError naming the file and the JSON path).
+[[nodiscard]] RunCorpus load_runs_file(const std::string& path);
+/// A warning for each key of the runs format's objects (a row, its job, plan, inference and
+/// measured) that it does not know, naming the closest known key (a likely typo): once per file,
+/// where load_runs_file reads it.
+void warn_unknown_run_keys(const RunCorpus& corpus);
+
+/// Re-predicts every run of `corpus` with `cal` (only the fit rows with `fit_rows_only`).
+[[nodiscard]] std::vector<CalibrationResult> run_calibration(
+    const Calibration& cal, bool fit_rows_only = false, const RunCorpus& corpus = builtin_runs());
 /// Which rows to predict: called with a row's name, source, family and role filled in, before
 /// its prediction (a row it rejects costs nothing).
 using RowFilter = std::function<bool(const CalibrationResult&)>;
-/// Re-predicts the runs `keep` accepts.
-[[nodiscard]] std::vector<CalibrationResult> run_calibration_where(const Calibration& cal,
-                                                                   const RowFilter& keep);
+/// Re-predicts the runs of `corpus` that `keep` accepts.
+[[nodiscard]] std::vector<CalibrationResult> run_calibration_where(
+    const Calibration& cal, const RowFilter& keep, const RunCorpus& corpus = builtin_runs());
 
 /// One row re-predicted, with what the prediction came from (calibrate --explain): a training
 /// row's cluster, model, job, the plan its search found and that plan's evaluation; a serving
@@ -74,7 +90,8 @@ struct RunExplanation {
 };
 /// The row named `name`, or the one row whose name contains it (InputError naming the matches
 /// when none or several do), re-predicted with `cal`.
-[[nodiscard]] RunExplanation explain_run(const Calibration& cal, const std::string& name);
+[[nodiscard]] RunExplanation explain_run(const Calibration& cal, const std::string& name,
+                                         const RunCorpus& corpus = builtin_runs());
 /// calibrate --explain's output: the row (name, set, source, published and predicted figures)
 /// and the prediction's breakdown as evaluate prints it; "json": topoplan.calibration-run/v1, the
 /// row under "run" and evaluate's JSON (training or serving; null for a collective) under
@@ -106,11 +123,13 @@ struct CalibrationFit {
 /// rows only; held-back rows are never evaluated. Coordinate descent: per key a grid over its
 /// range, then a golden-section refinement around the best point; three rounds. Deterministic.
 [[nodiscard]] CalibrationFit fit_calibration(const Calibration& start,
-                                             std::vector<FittedConstant> keys);
+                                             std::vector<FittedConstant> keys,
+                                             const RunCorpus& corpus = builtin_runs());
 /// The same, minimising the mean absolute error over the checked rows `rows` accepts.
 [[nodiscard]] CalibrationFit fit_calibration(const Calibration& start,
                                              std::vector<FittedConstant> keys,
-                                             const RowFilter& rows);
+                                             const RowFilter& rows,
+                                             const RunCorpus& corpus = builtin_runs());
 
 /// One family left out: the constants fitted on every other family's rows (fit and held back
 /// alike), then its own rows predicted with them.
@@ -125,11 +144,12 @@ struct CrossValidation {
   ErrorSummary error;                      ///< over every checked row, each from its own fold
 };
 /// Leave-one-family-out cross-validation of `keys` (calibrate --cross-validate) over the rows
-/// `rows` accepts (every row when empty). Deterministic; folds run on up to `threads` threads
-/// (the result does not depend on it).
+/// `rows` accepts (every row when empty) of `corpus`. Deterministic; folds run on up to
+/// `threads` threads (the result does not depend on it).
 [[nodiscard]] CrossValidation cross_validate(const Calibration& start,
                                              const std::vector<FittedConstant>& keys,
-                                             int threads = 1, const RowFilter& rows = {});
+                                             int threads = 1, const RowFilter& rows = {},
+                                             const RunCorpus& corpus = builtin_runs());
 /// The per-family table: "table", "markdown" or "json".
 [[nodiscard]] std::string cross_validation_report(const CrossValidation& cv,
                                                   const std::string& format);

@@ -13,6 +13,7 @@ namespace {
 
 struct CalibrateArgs {
   std::string calibration;
+  std::string runs;
   bool constants = false;
   bool fit = false;
   bool cross_validate = false;
@@ -63,6 +64,7 @@ std::vector<FittedConstant> fit_keys(const CalibrateArgs& a) {
 int run_calibrate(const CalibrateArgs& a) {
   Calibration cal;
   if (!a.calibration.empty()) apply_calibration_file(a.calibration, cal);
+  const RunCorpus corpus = a.runs.empty() ? builtin_runs() : load_runs_file(a.runs);
   std::string text;
   if (a.constants) {
     const bool md = a.out.format == "markdown";
@@ -73,19 +75,20 @@ int run_calibrate(const CalibrateArgs& a) {
                  : fmt::format("{:<34} {:>10.4g}  {:<30} {}\n", e.key, v, e.unit, e.source);
     }
   } else if (!a.explain.empty()) {
-    text = run_explanation_report(explain_run(cal, a.explain), cal, a.out.format);
+    text = run_explanation_report(explain_run(cal, a.explain, corpus), cal, a.out.format);
   } else if (a.cross_validate) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    text = cross_validation_report(cross_validate(cal, fit_keys(a), threads), a.out.format);
+    text = cross_validation_report(cross_validate(cal, fit_keys(a), threads, {}, corpus),
+                                   a.out.format);
   } else if (a.fit) {
-    const CalibrationFit f = fit_calibration(cal, fit_keys(a));
+    const CalibrationFit f = fit_calibration(cal, fit_keys(a), corpus);
     if (!a.fit_output.empty()) write_fitted(f, a.fit_output);
-    const auto rows = run_calibration(f.cal);
+    const auto rows = run_calibration(f.cal, false, corpus);
     text = a.out.format == "json"
                ? calibration_report(rows, "json")
                : fit_text(f, a.out.format) + calibration_report(rows, a.out.format);
   } else {
-    text = calibration_report(run_calibration(cal), a.out.format);
+    text = calibration_report(run_calibration(cal, false, corpus), a.out.format);
   }
   write_output(a.out.path, text);
   return 0;
@@ -96,6 +99,11 @@ int run_calibrate(const CalibrateArgs& a) {
 Runner register_calibrate(CLI::App& cmd) {
   auto a = std::make_shared<CalibrateArgs>();
   cmd.add_option("--calibration", a->calibration, "JSON file overriding calibration constants");
+  auto* runs = cmd.add_option(
+      "--runs", a->runs,
+      "your own measured runs (topoplan.calibration-runs/v1, the format of "
+      "configs/calibration/runs.json) instead of the published ones: the error table, --fit, "
+      "--cross-validate and --explain then use them");
   auto* constants = cmd.add_flag("--constants", a->constants,
                                  "print the constants table instead of the error table");
   auto* fit =
@@ -120,7 +128,7 @@ Runner register_calibrate(CLI::App& cmd) {
       ->excludes(fit)
       ->excludes(cross)
       ->excludes(constants);
-  constants->excludes(fit)->excludes(cross);
+  constants->excludes(fit)->excludes(cross)->excludes(runs);
   add_output_options(cmd, a->out, {"table", "markdown", "json"});
   return [a] { return run_calibrate(*a); };
 }

@@ -35,6 +35,7 @@ class JsonCursor {
   [[nodiscard]] std::size_t array_size() const;             ///< requires an array
   [[nodiscard]] const nlohmann::json& node() const { return *node_; }
   [[nodiscard]] const std::string& source() const { return source_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] std::string path_of(std::string_view key) const;
 
   [[nodiscard]] std::string string(std::string_view key) const;
