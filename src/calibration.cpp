@@ -131,6 +131,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"request_overhead_ms.fastertransformer", &c.request_overhead[1], 1e3, "ms per request", "FasterTransformer run directly: none"},
       {"request_overhead_ms.fastertransformer-triton", &c.request_overhead[2], 1e3, "ms per request", "fitted by calibrate --fit to FasterTransformer's two GPT-175B rows on Triton (128/8 and 512/32 tokens; the GPT-89B rows are held back)"},
       {"optimizer_bytes_per_param", &c.optimizer_bytes_per_param, 1, "bytes of HBM traffic", "Adam: read grad, param, m, v (fp32) and write param, m, v, bf16 copy"},
+      {"step_overhead_ms", &c.step_overhead, 1e3, "ms per optimizer step", "per-step host work outside the schedule: fitted by calibrate --fit on the fit rows, whose steps (1.1-18 s) constrain it weakly (Korthikanti's 22B rows and Megatron-LM's 1.7B set it; the fit rows' mean error is 1.55% without it, 1.54% with it); the published step-time series show 0.05-0.30 s more per step than topoplan's fill, drain and DP (README: per microbatch and per step): fit it on your own runs (calibrate --runs FILE --fit)"},
       {"reserved_GiB", &c.reserved_bytes, 1.0 / units::kGiB, "GiB per GPU", "estimate: CUDA context, NCCL buffers, cuBLAS workspace, allocator fragmentation"},
   };
   // clang-format on

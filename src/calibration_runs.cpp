@@ -390,7 +390,8 @@ std::vector<FittedConstant> default_fitted_constants() {
           {"decode_layer_overhead_us.fastertransformer", 0, 0, 0, 400},
           {"decode_collective_overhead_us.fastertransformer", 0, 0, 0, 100},
           {"decode_layer_overhead_us.fastertransformer-triton", 0, 0, 0, 400},
-          {"request_overhead_ms.fastertransformer-triton", 0, 0, 0, 300}};
+          {"request_overhead_ms.fastertransformer-triton", 0, 0, 0, 300},
+          {"step_overhead_ms", 0, 0, 0, 2000}};
 }
 
 namespace {

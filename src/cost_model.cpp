@@ -446,6 +446,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.time.dp = dp.exposed;
   e.time.optimizer = core.optimizer_time;
   e.time.offload = mbs * core.offload_exposed;
+  e.time.host = cal.step_overhead;
   e.comm[Dim::tp] = mbs * tp.total;
   e.comm[Dim::cp] = mbs * cp.total;
   e.comm[Dim::ep] = mbs * ep.comm.total;
@@ -453,7 +454,6 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.comm[Dim::dp] = dp.total;
   e.memory = core.memory;
   e.fits = core.fits;
-
   e.step_time = e.time.total();
   const double step_tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
   e.tokens_per_s = step_tokens / e.step_time;

@@ -66,7 +66,7 @@ std::string summary(const RunContext& ctx, const Plan& p, const Evaluation& e) {
 /// The step's parts as one stacked bar and a table; the parts add up to the step time.
 std::string breakdown(const Evaluation& e) {
   const TimeBreakdown& t = e.time;
-  const std::array<std::tuple<const char*, double, const char*>, 9> parts{{
+  const std::array<std::tuple<const char*, double, const char*>, 10> parts{{
       {"compute", t.compute, "#4e79a7"},
       {"tp communication", t.tp, "#f28e2b"},
       {"cp communication", t.cp, "#edc948"},
@@ -76,6 +76,7 @@ std::string breakdown(const Evaluation& e) {
       {"dp communication", t.dp, "#59a14f"},
       {"optimizer step", t.optimizer, "#9c755f"},
       {"activation offload", t.offload, "#bab0ac"},
+      {"per-step host work", t.host, "#d4a6c8"},
   }};
   constexpr double kWidth = 900;
   std::string bar = fmt::format(

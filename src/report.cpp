@@ -374,6 +374,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("dp communication", e.time.dp);
   row("optimizer step", e.time.optimizer);
   if (p.offload_layers > 0) row("activation offload", e.time.offload);
+  if (e.time.host > 0) row("per-step host work", e.time.host);
   row("step time", e.time.total());
   out += "\ncommunication per dimension\n";
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<17} {:>10} {:>10}\n", "dim", "degree",
@@ -461,6 +462,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
                     {"pp_exposed_s", sig(e.time.pp)},   {"bubble_s", sig(e.time.bubble)},
                     {"dp_exposed_s", sig(e.time.dp)},   {"optimizer_s", sig(e.time.optimizer)}};
   if (p.offload_layers > 0) j["breakdown"]["offload_exposed_s"] = sig(e.time.offload);
+  if (e.time.host > 0) j["breakdown"]["step_overhead_s"] = sig(e.time.host);
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;

@@ -75,10 +75,31 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   CHECK(e.comm[Dim::pp] == Approx(128 * 2 * p2p).epsilon(1e-9));
   // 1F1B bubble: (pp - 1) x one microbatch's compute and TP time.
   CHECK(e.time.bubble == Approx(3 * (t_mb + 80 * ar)).epsilon(1e-9));
+  // The per-step host work is the calibration's, once per step.
+  CHECK(e.time.host == Calibration{}.step_overhead);
   // The parts add up.
   CHECK(e.time.total() == Approx(e.step_time).epsilon(1e-12));
   CHECK(e.tokens_per_s == Approx(512 * 4096 / e.step_time));
   CHECK(e.mfu == Approx(e.model_flops_per_gpu / 989e12));
+}
+
+TEST_CASE("per-step host work: a fixed time per step, whatever the plan, beside the schedule") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;
+  Calibration none, half;
+  none.step_overhead = 0;
+  half.step_overhead = 0.5;
+  for (const Plan& p : {plan(8, 4, 4), plan(8, 2, 8, 2), plan(4, 4, 8, 1, "tp-dp-pp")}) {
+    const Mapping map = Mapping::from_order(p);
+    const Evaluation a = evaluate(c, m, j, p, map, none);
+    const Evaluation b = evaluate(c, m, j, p, map, half);
+    CHECK(a.time.host == 0);
+    CHECK(b.time.host == 0.5);
+    CHECK(b.step_time == Approx(a.step_time + 0.5).epsilon(1e-12));
+    CHECK(b.time.compute == a.time.compute);
+    CHECK(b.time.bubble == a.time.bubble);
+  }
 }
 
 TEST_CASE("memory per GPU: weights, gradients, optimizer state and activations") {

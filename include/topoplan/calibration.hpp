@@ -131,6 +131,11 @@ struct Calibration {
   std::array<double, 3> request_overhead{0.0, 0.0, 93.4e-3};
   /// Bytes of HBM traffic per parameter in the optimizer step (Adam, fp32 state).
   double optimizer_bytes_per_param = 36.0;
+  /// Training: time each optimizer step spends outside the pipeline schedule, seconds (the
+  /// framework's per-step host work: the training loop, its hooks and logging, launching the
+  /// optimizer; the GPU waits). Fitted by calibrate --fit on the fit rows, which steps of 1-18 s
+  /// constrain only weakly; `calibrate --runs FILE --fit` fits it on a user's own steps.
+  double step_overhead = 18.4e-3;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };

@@ -116,7 +116,8 @@ struct CalibrationFit {
 };
 
 /// The constants `calibrate --fit` chooses by default (the matrix-multiply efficiencies, the
-/// element-wise traffic, the two decode overheads), each with the range searched.
+/// element-wise traffic, the serving runtimes' overheads, the per-step host work), each with the
+/// range searched.
 [[nodiscard]] std::vector<FittedConstant> default_fitted_constants();
 
 /// Chooses `keys` (calibration table keys) to minimise the mean absolute error over the *fit*

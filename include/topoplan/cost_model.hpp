@@ -28,8 +28,9 @@ struct TimeBreakdown {
   /// Activation offloading's copies to and from host memory beyond the layer compute they
   /// overlap with (Plan::offload_layers).
   double offload = 0;
+  double host = 0;  ///< per-step host work outside the schedule (Calibration::step_overhead)
   [[nodiscard]] double total() const {
-    return compute + tp + cp + ep + pp + bubble + dp + optimizer + offload;
+    return compute + tp + cp + ep + pp + bubble + dp + optimizer + offload + host;
   }
 };
 
