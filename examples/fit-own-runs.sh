@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Calibrate on your own measured runs, then plan with the result. topoplan's constants are
 # fitted on published runs; a stack tuned better or worse than those moves every step time (the
-# same model on the same GPUs runs 20% apart between two NVIDIA releases, README: How accurate
+# same model on the same GPUs runs 21% apart between two NVIDIA releases, README: How accurate
 # is it). Measure a few steps of your own stack, write them in the format of
 # configs/calibration/runs.json, mark the ones to fit "fit" and the rest "holdout", and:
 set -euo pipefail

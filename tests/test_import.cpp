@@ -263,6 +263,13 @@ TEST_CASE("Slurm host lists: ranges, padding, several brackets, commas") {
   CHECK_THROWS_WITH(expand_hostlist("gpu[1-4", "h"), "h: expected ']' to close '[' in 'gpu[1-4'");
   CHECK_THROWS_WITH(expand_hostlist("gpu[0-99999999]", "h"),
                     Catch::Contains("names more than 1048576 hosts"));
+  // Bracket groups multiply: the count and the characters are checked before a name is built
+  // (a fuzzed topology.conf with five groups of long names ran past the fuzzer's 5 s).
+  CHECK_THROWS_WITH(expand_hostlist("n[0-99][0-99][0-99][0-9]", "h"),
+                    Catch::Contains("names more than 1048576 hosts"));
+  CHECK_THROWS_WITH(expand_hostlist(std::string(100, 'x') + "[0-99][0-99][0-99]", "h"),
+                    Catch::Contains("expands to more than 64 MiB of host names"));
+  CHECK(expand_hostlist("n[0-9][0-9][0-9]", "h").size() == 1000);
 }
 
 TEST_CASE("Slurm topology.conf: switch levels become tiers, hosts follow the switches") {

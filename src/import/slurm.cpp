@@ -16,6 +16,9 @@ namespace topoplan {
 namespace {
 
 constexpr std::size_t kMaxHosts = std::size_t{1} << 20;
+/// What one host list may expand to, in characters: a few bracket groups multiply quickly
+/// ("n[0-99][0-99][0-99]" names a million hosts), and each name is as long as the pattern.
+constexpr std::size_t kMaxHostlistBytes = std::size_t{64} << 20;
 
 /// "001-064,070" inside brackets: each number with the width its lower bound was written in.
 std::vector<std::string> expand_ranges(const std::string& body, const std::string& source,
@@ -59,12 +62,23 @@ void expand_item(const std::string& item, const std::string& source, const std::
   std::vector<std::string> rest;
   expand_item(item.substr(close + 1), source, expr, rest);
   if (rest.empty()) rest.push_back("");
-  for (const auto& n : expand_ranges(item.substr(open + 1, close - open - 1), source, expr))
-    for (const auto& r : rest) {
-      if (out.size() >= kMaxHosts)
-        throw_input(source, "", fmt::format("'{}' names more than {} hosts", expr, kMaxHosts));
-      out.push_back(item.substr(0, open) + n + r);
-    }
+  const auto names = expand_ranges(item.substr(open + 1, close - open - 1), source, expr);
+  // Counted before a name is built: each side is at most kMaxHosts, so the product fits.
+  const std::size_t count = names.size() * rest.size();
+  if (out.size() + count > kMaxHosts)
+    throw_input(source, "", fmt::format("'{}' names more than {} hosts", expr, kMaxHosts));
+  const std::string prefix = item.substr(0, open);
+  auto longest = [](const std::vector<std::string>& v) {
+    std::size_t m = 0;
+    for (const auto& x : v) m = std::max(m, x.size());
+    return m;
+  };
+  if (count * (prefix.size() + longest(names) + longest(rest)) > kMaxHostlistBytes)
+    throw_input(source, "",
+                fmt::format("'{}' expands to more than {} MiB of host names", expr,
+                            kMaxHostlistBytes >> 20));
+  for (const auto& n : names)
+    for (const auto& r : rest) out.push_back(prefix + n + r);
 }
 
 std::string lower(std::string s) {
