@@ -270,6 +270,11 @@ TEST_CASE("Slurm host lists: ranges, padding, several brackets, commas") {
   CHECK_THROWS_WITH(expand_hostlist(std::string(100, 'x') + "[0-99][0-99][0-99]", "h"),
                     Catch::Contains("expands to more than 64 MiB of host names"));
   CHECK(expand_hostlist("n[0-9][0-9][0-9]", "h").size() == 1000);
+  // The characters count over the whole list: two items of 100,000 names of 400-odd characters
+  // (40 MB each) are too many together.
+  const std::string item = std::string(400, 'x') + "[0-99][0-99][0-9]";
+  CHECK_THROWS_WITH(expand_hostlist(item + "a," + item + "b", "h"),
+                    Catch::Contains("expands to more than 64 MiB of host names"));
 }
 
 TEST_CASE("Slurm topology.conf: switch levels become tiers, hosts follow the switches") {

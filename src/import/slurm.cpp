@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "topoplan/error.hpp"
 
@@ -46,26 +47,37 @@ std::vector<std::string> expand_ranges(const std::string& body, const std::strin
   return out;
 }
 
+/// Host names and the characters they hold, both bounded (kMaxHosts, kMaxHostlistBytes).
+struct Names {
+  std::vector<std::string> list;
+  std::size_t bytes = 0;
+  void add(std::string n) {
+    bytes += n.size();
+    list.push_back(std::move(n));
+  }
+};
+
 /// One comma-free item: the first bracket's names, each followed by the rest expanded.
 void expand_item(const std::string& item, const std::string& source, const std::string& expr,
-                 std::vector<std::string>& out) {
+                 Names& out) {
   const auto open = item.find('[');
   if (open == std::string::npos) {
     if (item.find(']') != std::string::npos)
       throw_input(source, "", fmt::format("expected '[' before ']' in '{}'", expr));
-    if (!item.empty()) out.push_back(item);
+    if (!item.empty()) out.add(item);
     return;
   }
   const auto close = item.find(']', open);
   if (close == std::string::npos)
     throw_input(source, "", fmt::format("expected ']' to close '[' in '{}'", expr));
-  std::vector<std::string> rest;
-  expand_item(item.substr(close + 1), source, expr, rest);
+  Names tail;
+  expand_item(item.substr(close + 1), source, expr, tail);
+  std::vector<std::string>& rest = tail.list;
   if (rest.empty()) rest.push_back("");
   const auto names = expand_ranges(item.substr(open + 1, close - open - 1), source, expr);
   // Counted before a name is built: each side is at most kMaxHosts, so the product fits.
   const std::size_t count = names.size() * rest.size();
-  if (out.size() + count > kMaxHosts)
+  if (out.list.size() + count > kMaxHosts)
     throw_input(source, "", fmt::format("'{}' names more than {} hosts", expr, kMaxHosts));
   const std::string prefix = item.substr(0, open);
   auto longest = [](const std::vector<std::string>& v) {
@@ -73,12 +85,12 @@ void expand_item(const std::string& item, const std::string& source, const std::
     for (const auto& x : v) m = std::max(m, x.size());
     return m;
   };
-  if (count * (prefix.size() + longest(names) + longest(rest)) > kMaxHostlistBytes)
+  if (out.bytes + count * (prefix.size() + longest(names) + longest(rest)) > kMaxHostlistBytes)
     throw_input(source, "",
                 fmt::format("'{}' expands to more than {} MiB of host names", expr,
                             kMaxHostlistBytes >> 20));
   for (const auto& n : names)
-    for (const auto& r : rest) out.push_back(prefix + n + r);
+    for (const auto& r : rest) out.add(prefix + n + r);
 }
 
 std::string lower(std::string s) {
@@ -89,7 +101,7 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& expr, const std::string& source) {
-  std::vector<std::string> out;
+  Names out;
   std::string item;
   int depth = 0;
   for (char c : expr + ",") {
@@ -103,8 +115,8 @@ std::vector<std::string> expand_hostlist(const std::string& expr, const std::str
     }
   }
   if (depth != 0) throw_input(source, "", fmt::format("expected ']' to close '[' in '{}'", expr));
-  if (out.empty()) throw_input(source, "", fmt::format("expected host names, got '{}'", expr));
-  return out;
+  if (out.list.empty()) throw_input(source, "", fmt::format("expected host names, got '{}'", expr));
+  return std::move(out.list);
 }
 
 std::vector<SlurmSwitch> parse_slurm_topology(const std::string& text, const std::string& source) {
