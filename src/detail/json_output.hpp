@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "topoplan/collectives.hpp"
 #include "topoplan/job.hpp"
@@ -54,6 +56,18 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"overlap_p2p", job.overlap_p2p},
           {"fp8_param_gather", job.fp8_param_gather},
           {"dp_bucket_params", job.dp_bucket_params}};
+}
+
+/// The keys job_json writes: what a job object in topoplan's JSON may hold.
+inline const std::vector<std::string_view>& job_json_keys() {
+  static const std::vector<std::string> names = [] {
+    const nlohmann::ordered_json job = job_json(JobSpec{});
+    std::vector<std::string> out;
+    for (auto it = job.begin(); it != job.end(); ++it) out.push_back(it.key());
+    return out;
+  }();
+  static const std::vector<std::string_view> views(names.begin(), names.end());
+  return views;
 }
 
 /// "schema", then what was planned: model, cluster, gpu, nodes, gpus.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "detail/json_input.hpp"
+#include "detail/json_output.hpp"
 #include "topoplan/error.hpp"
 
 namespace topoplan {
@@ -171,11 +172,7 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
   if (c.has("job")) {
     const auto job = c.at("job");
-    job.warn_unknown_keys({"seq_len", "global_batch", "dtype", "flash_attention", "tp_comm_overlap",
-                           "ep_comm_overlap", "grad_reduce_bf16", "grad_accumulation_pass",
-                           "fa2_attention", "fp8_tp_all_gather", "eager", "overlap_grad_reduce",
-                           "overlap_param_gather", "overlap_p2p", "fp8_param_gather",
-                           "dp_bucket_params"});
+    job.warn_unknown_keys(detail::job_json_keys());
     read_job(job, out);
   }
   read_specs(c, out);

@@ -1,0 +1,122 @@
+// Choosing the fitted constants on a set of runs (calibrate --fit): coordinate descent over
+// the calibration table's keys.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "topoplan/calibration_runs.hpp"
+#include "topoplan/error.hpp"
+
+namespace topoplan {
+
+std::vector<FittedConstant> default_fitted_constants() {
+  // key, start (filled from the calibration), value, range searched
+  return {{"gemm_efficiency.ampere", 0, 0, 0.4, 0.9},
+          {"gemm_efficiency.hopper", 0, 0, 0.4, 0.9},
+          {"gemm_efficiency_fp8.hopper", 0, 0, 0.2, 0.9},
+          {"attention_efficiency_fa2.hopper", 0, 0, 0.2, 0.8},
+          {"elementwise_hidden_passes", 0, 0, 8, 11},
+          {"decode_layer_overhead_us", 0, 0, 0, 200},
+          {"decode_collective_overhead_us", 0, 0, 0, 100},
+          {"decode_layer_overhead_us.fastertransformer", 0, 0, 0, 400},
+          {"decode_collective_overhead_us.fastertransformer", 0, 0, 0, 100},
+          {"decode_layer_overhead_us.fastertransformer-triton", 0, 0, 0, 400},
+          {"request_overhead_ms.fastertransformer-triton", 0, 0, 0, 300},
+          {"step_overhead_ms", 0, 0, 0, 2000}};
+}
+
+namespace {
+
+double* entry_value(Calibration& cal, const std::string& key, double& scale) {
+  for (auto& e : calibration_entries(cal))
+    if (e.key == key) {
+      scale = e.scale;
+      return e.value;
+    }
+  throw_input("--fit", "", fmt::format("no calibration constant '{}'", key));
+}
+
+/// Sets a constant given in the table's unit.
+void set_entry(Calibration& cal, const std::string& key, double v) {
+  double scale = 1;
+  double* value = entry_value(cal, key, scale);
+  *value = v / scale;
+}
+
+/// The rows a fit minimises the error over: those of `corpus` that `keep` accepts.
+struct FitRows {
+  const RowFilter& keep;
+  const RunCorpus& corpus;
+};
+
+/// Mean absolute error over the checked rows `rows` accepts with constant `key` set to `v`
+/// (table units).
+double fit_error(Calibration cal, const std::string& key, double v, const FitRows& rows) {
+  set_entry(cal, key, v);
+  return summarize(run_calibration_where(cal, rows.keep, rows.corpus)).all.mean;
+}
+
+/// Best value of one constant in [lo, hi]: a 21-point grid, then golden-section search on the
+/// grid cell around the best point. Ties keep the lower value. No row responding to it (every
+/// grid point's error the same): the constant keeps its value, marked unconstrained.
+double fit_one(const Calibration& cal, FittedConstant& k, const FitRows& rows) {
+  constexpr int kGrid = 20;
+  const std::string& key = k.key;
+  const double lo = k.lo, hi = k.hi;
+  double best = lo, best_err = fit_error(cal, key, lo, rows), worst_err = best_err;
+  for (int i = 1; i <= kGrid; ++i) {
+    const double v = lo + (hi - lo) * i / kGrid;
+    const double err = fit_error(cal, key, v, rows);
+    worst_err = std::max(worst_err, err);
+    if (err < best_err) best = v, best_err = err;
+  }
+  k.constrained = worst_err > best_err;
+  if (!k.constrained) return k.value;
+  const double cell = (hi - lo) / kGrid;
+  double a = std::max(lo, best - cell), b = std::min(hi, best + cell);
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double c = b - g * (b - a), d = a + g * (b - a);
+  double fc = fit_error(cal, key, c, rows), fd = fit_error(cal, key, d, rows);
+  for (int i = 0; i < 16; ++i) {
+    if (fc <= fd) {
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = fit_error(cal, key, c, rows);
+    } else {
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = fit_error(cal, key, d, rows);
+    }
+  }
+  const double refined = fc <= fd ? c : d;
+  return std::min(fc, fd) < best_err ? refined : best;
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
+                               const RunCorpus& corpus) {
+  return fit_calibration(
+      start, std::move(keys), [](const CalibrationResult& r) { return !r.held_out; }, corpus);
+}
+
+CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
+                               const RowFilter& keep, const RunCorpus& corpus) {
+  const FitRows rows{keep, corpus};
+  CalibrationFit out;
+  out.cal = start;
+  for (auto& k : keys) {
+    double scale = 1;
+    k.start = *entry_value(out.cal, k.key, scale) * scale;
+    k.value = k.start;
+  }
+  out.fit_error_before = summarize(run_calibration_where(out.cal, keep, corpus)).all.mean;
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round)
+    for (auto& k : keys) {
+      k.value = fit_one(out.cal, k, rows);
+      set_entry(out.cal, k.key, k.value);
+    }
+  out.fit_error_after = summarize(run_calibration_where(out.cal, keep, corpus)).all.mean;
+  out.constants = std::move(keys);
+  return out;
+}
+
+}  // namespace topoplan
