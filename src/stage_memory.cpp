@@ -114,10 +114,13 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double expert_rep = expert_replicas(p);
   const StageLayers split = split_of(p, m.spec.layers);
   // 1F1B keeps min(pp - i, m) microbatches in flight on stage i; interleaving multiplies that by
-  // 1 + (pp - 1) / (pp x vpp) (Korthikanti et al. 2022, section 4.2.3).
+  // 1 + (pp - 1) / (pp x vpp) (Korthikanti et al. 2022, section 4.2.3), up to all m of them (with
+  // m <= pp the interleaved warm-up runs every chunk's forward first: m whole microbatches).
   auto in_flight = [&](int stage) {
     double n = pp > 1 ? std::min(pp - stage, microbatches) : 1;
-    if (v > 1) n *= 1.0 + (pp - 1.0) / (static_cast<double>(pp) * v);
+    if (v > 1)
+      n = std::min(n * (1.0 + (pp - 1.0) / (static_cast<double>(pp) * v)),
+                   static_cast<double>(std::max(1, microbatches)));
     return n;
   };
   const double layer_act = layer_activation_bytes(m, j, p, p.recompute);

@@ -125,6 +125,22 @@ TEST_CASE("memory per GPU: weights, gradients, optimizer state and activations")
   CHECK(e.fits);
 }
 
+TEST_CASE("interleaving keeps at most every microbatch in flight") {
+  // Korthikanti et al.'s factor 1 + (pp - 1) / (pp x vpp) on min(pp, m) microbatches, capped at
+  // m: with m <= pp the interleaved warm-up runs every chunk's forward first, m whole microbatches.
+  Model m = test::preset_model("llama3-70b");  // 80 layers: 20 per stage at pp 4
+  JobSpec j;
+  Plan p = plan(8, 4, 4);
+  p.vpp = 2;
+  const double layer = layer_activation_bytes(m, j, p, p.recompute);
+  const double many = stage_memory(m, j, p, Calibration{}, 32).activations;
+  CHECK(many == Approx(20 * layer * 4 * (1 + 3.0 / 8)));  // min(4, 32) x 1.375 = 5.5
+  const double few = stage_memory(m, j, p, Calibration{}, 4).activations;
+  CHECK(few == Approx(20 * layer * 4));  // 4 x 1.375 > 4: every one of the 4 microbatches
+  const double two = stage_memory(m, j, p, Calibration{}, 2).activations;
+  CHECK(two == Approx(20 * layer * 2));
+}
+
 TEST_CASE("a plan that does not fit is marked infeasible") {
   Cluster c = test::preset_cluster("dgx-h100", 1);
   Model m = test::preset_model("llama3.1-405b");
