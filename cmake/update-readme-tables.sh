@@ -22,6 +22,7 @@ replace calibrate "$bin" calibrate --format markdown
 replace constants "$bin" calibrate --constants --format markdown
 replace cross-validate "$bin" calibrate --cross-validate --format markdown
 replace cluster-fields "$bin" schema cluster --format markdown
+replace one-run-fit bash -c "echo '\`\`\`'; python3 tests/tools/one_run_fit.py '$bin' | grep '^one run fitted per'; echo '\`\`\`'"
 "$bin" schema calibration >configs/schema/calibration.schema.json
 cmake -DBIN="$bin" -DREADME=README.md -DWORKDIR="$PWD" -DMODE=update -P cmake/ReadmeOutputs.cmake
 bash tests/golden/check.sh "$bin" --update >/dev/null

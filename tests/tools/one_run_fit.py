@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""What calibrating on one run of your own buys, measured on the published corpus.
+
+A user who has measured one training run on their stack can fit topoplan's GEMM efficiency to it
+(`topoplan calibrate --runs FILE --fit --fit-keys KEY`) and plan the next runs with it. This tool
+asks how far that carries: it splits the held-back, checked training rows of the corpus
+(configs/calibration/runs.json) into groups of one family (a publication or benchmark suite: one
+software stack and era), one GPU architecture and one precision, takes each group's first row in
+corpus order as "your run", fits the one constant that row's GEMMs run at
+(gemm_efficiency.<arch>, or gemm_efficiency_fp8.<arch> for FP8) so that topoplan reproduces it
+exactly, and predicts the group's other rows with that value. It prints each group's error on
+those other rows before and after, and the whole.
+
+The first row is taken, not chosen: nothing here looks at the errors to pick it. Groups with one
+row have nothing to predict and are skipped; a group whose first row no value in [0.2, 0.98]
+reproduces is reported and skipped.
+
+Usage: one_run_fit.py TOPOPLAN [RUNS_JSON] [--min-groups N] [--check-readme README]
+--min-groups: exit 1 when fewer groups are found (the test that keeps the tool working).
+--check-readme: exit 1 unless README contains the summary line printed last (the figure the
+README quotes is the one this tool measures today).
+Analysis only: nothing here feeds the model.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import OrderedDict
+
+LOW, HIGH, STEPS = 0.2, 0.98, 24
+
+
+def arch_of(cluster, root):
+    """The GPU architecture of a cluster preset (configs/clusters -> configs/gpus)."""
+    with open(os.path.join(root, "clusters", cluster + ".json")) as f:
+        gpu = json.load(f)["gpu"]
+    with open(os.path.join(root, "gpus", gpu + ".json")) as f:
+        return json.load(f)["arch"]
+
+
+class Calibrate:
+    """Runs `topoplan calibrate` with one constant overridden; rows by name."""
+
+    def __init__(self, topoplan, runs_json, workdir):
+        self.base = [topoplan, "calibrate", "--format", "json"]
+        if runs_json:
+            self.base += ["--runs", runs_json]
+        self.path = os.path.join(workdir, "calibration.json")
+
+    def rows(self, overrides):
+        with open(self.path, "w") as f:
+            json.dump(overrides, f)
+        out = subprocess.run(self.base + ["--calibration", self.path], check=True,
+                             capture_output=True, text=True).stdout
+        return {r["name"]: r for r in json.loads(out)["runs"]}
+
+
+def model_name(run):
+    m = run.get("model")
+    return m if isinstance(m, str) else m.get("name", "?")
+
+
+def groups_of(runs, rows, root, same_plan):
+    """(family, arch, precision[, model and model-parallel plan]) -> the held-back, checked
+    training rows' names, in corpus order."""
+    groups = OrderedDict()
+    for run in runs:
+        res = rows.get(run["name"])
+        if (not res or not res["checked"] or not res["held_out"] or "plan" not in run
+                or "inference" in run or not isinstance(run.get("cluster"), str)):
+            continue
+        fp8 = run["job"].get("dtype") == "fp8"
+        key = (run["family"], arch_of(run["cluster"], root), "fp8" if fp8 else "16-bit")
+        if same_plan:
+            plan = run["plan"]
+            key += (model_name(run), run["job"].get("seq_len"),
+                    tuple(str(plan.get(k, 1)) for k in ("tp", "pp", "cp", "ep", "vpp")))
+        groups.setdefault(key, []).append(run["name"])
+    return groups
+
+
+def solve(calibrate, constant, row):
+    """The value of `constant` for which `row` is predicted exactly, by bisection; None if no
+    value in [LOW, HIGH] does."""
+    error = lambda v: calibrate.rows({constant: v})[row]["error"]
+    lo, hi = LOW, HIGH
+    e_lo, e_hi = error(lo), error(hi)
+    if e_lo * e_hi > 0:
+        return None
+    for _ in range(STEPS):
+        mid = (lo + hi) / 2
+        e_mid = error(mid)
+        if (e_mid > 0) == (e_hi > 0):
+            hi, e_hi = mid, e_mid
+        else:
+            lo, e_lo = mid, e_mid
+    return (lo + hi) / 2
+
+
+def summary(errors):
+    return 100 * sum(errors) / len(errors), 100 * max(errors)
+
+
+def report(calibrate, base, groups, what):
+    """Fits each group's first row, prints the group's other rows' errors; returns the number of
+    groups used and the summary line."""
+    print(f"\ngroups of one {what}")
+    print(f"{'family':<32} {'GPU':<9} {'precision':<9} {'runs':>4}  {'constant fitted':<30}"
+          f" {'before: mean':>12} {'worst':>7} {'after: mean':>11} {'worst':>7}")
+    before, after, used = [], [], 0
+    for (family, arch, precision, *_), names in groups.items():
+        if len(names) < 2:
+            continue
+        constant = ("gemm_efficiency_fp8." if precision == "fp8" else "gemm_efficiency.") + arch
+        value = solve(calibrate, constant, names[0])
+        if value is None:
+            print(f"{family:<32} {arch:<9} {precision:<9}: no {constant} in [{LOW}, {HIGH}] "
+                  f"reproduces '{names[0]}'; skipped")
+            continue
+        fitted = calibrate.rows({constant: value})
+        b = [abs(base[n]["error"]) for n in names[1:]]
+        a = [abs(fitted[n]["error"]) for n in names[1:]]
+        before += b
+        after += a
+        used += 1
+        print(f"{family:<32} {arch:<9} {precision:<9} {len(b):>4}  "
+              f"{constant + ' ' + format(value, '.3f'):<30} {summary(b)[0]:>11.2f}% "
+              f"{summary(b)[1]:>6.2f}% {summary(a)[0]:>10.2f}% {summary(a)[1]:>6.2f}%")
+    line = (f"one run fitted per {what} ({used} groups): {len(before)} runs predicted; "
+            f"before {summary(before)[0]:.2f}% mean, {summary(before)[1]:.2f}% worst; "
+            f"after {summary(after)[0]:.2f}% mean, {summary(after)[1]:.2f}% worst")
+    print(line)
+    return used, line
+
+
+def main():
+    args = sys.argv[1:]
+    min_groups, readme = 0, None
+    if "--min-groups" in args:
+        i = args.index("--min-groups")
+        min_groups = int(args[i + 1])
+        del args[i:i + 2]
+    if "--check-readme" in args:
+        i = args.index("--check-readme")
+        readme = args[i + 1]
+        del args[i:i + 2]
+    if not args:
+        sys.exit(__doc__)
+    topoplan = args[0]
+    runs_json = args[1] if len(args) > 1 else None
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
+    with open(runs_json or os.path.join(root, "calibration", "runs.json")) as f:
+        runs = json.load(f)["runs"]
+    lines, used = [], 0
+    with tempfile.TemporaryDirectory() as workdir:
+        calibrate = Calibrate(topoplan, runs_json, workdir)
+        base = calibrate.rows({})
+        for same_plan in (False, True):
+            what = ("family, GPU and precision" if not same_plan else
+                    "family, GPU, precision, model, sequence and model-parallel plan")
+            n, line = report(calibrate, base, groups_of(runs, base, root, same_plan), what)
+            used = n if not same_plan else used
+            lines.append(line)
+    if used < min_groups:
+        sys.exit(f"{used} groups, fewer than --min-groups {min_groups}")
+    if readme:
+        with open(readme) as f:
+            text = f.read()
+        for line in lines:
+            if line not in text:
+                sys.exit(f"{readme} does not quote today's figure: {line}")
+
+
+if __name__ == "__main__":
+    main()
