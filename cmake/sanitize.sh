@@ -2,7 +2,8 @@
 # Builds the whole project with clang, AddressSanitizer + UndefinedBehaviorSanitizer into
 # build-asan/ and runs the test suite there (any sanitizer report fails the test that triggered
 # it), all but the tests labelled slow (the README's cross-validation table: a minute of fitting
-# at -O2; the unit tests exercise the same code on a smaller fit). The same build carries
+# at -O2; tests/tools/one_run_fit.py's 300 calibrate runs; the unit tests exercise the same code
+# on a smaller fit). The same build carries
 # libFuzzer's coverage instrumentation and the fuzz targets, so that `FUZZ_BUILD_DIR=build-asan
 # bash cmake/fuzz.sh` (CI) fuzzes without compiling the library a third time. Needs clang and
 # libclang-rt-14-dev (installed here when missing).
