@@ -412,7 +412,11 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                       {"held_out", x.held_out},
                       {"note", x.note},
                       {"source", x.source},
-                      {"family", x.family}});
+                      {"family", x.family},
+                      {"kind", to_string(x.kind)},
+                      {"arch", to_string(x.arch)},
+                      {"precision", x.fp8 ? "fp8" : "16-bit"},
+                      {"moe", x.moe}});
     j["runs"] = rows;
     return j.dump(2) + "\n";
   }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "helpers.hpp"
@@ -25,6 +26,31 @@ TEST_CASE("every fitted run, and Megatron-LM's held-back rows, are predicted wit
   }
   // Megatron Table 1 (6), Korthikanti (4), the H100 recipe, and the collective measurements.
   CHECK(checked >= 16);
+}
+
+TEST_CASE("calibrate's JSON rows carry the class the expected-error lines group by") {
+  const auto results = run_calibration(Calibration{});
+  const auto j = nlohmann::json::parse(calibration_report(results, "json"));
+  REQUIRE(j.at("runs").size() == results.size());
+  int seen = 0;
+  for (const auto& row : j.at("runs")) {
+    const std::string name = row.at("name");
+    if (name.rfind("DeepSeek-V3 pre-training", 0) == 0) {  // H800, FP8, routed experts
+      CHECK(row.at("kind") == "training");
+      CHECK(row.at("arch") == "hopper");
+      CHECK(row.at("precision") == "fp8");
+      CHECK(row.at("moe") == true);
+      ++seen;
+    }
+    if (name == "FasterTransformer GPT-20B, A100, TP 1, 128 in / 20 out, batch 1") {
+      CHECK(row.at("kind") == "inference");
+      CHECK(row.at("arch") == "ampere");
+      CHECK(row.at("precision") == "16-bit");
+      CHECK(row.at("moe") == false);
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
 }
 
 TEST_CASE("held-back runs: the prediction error stays within the bound the README states") {

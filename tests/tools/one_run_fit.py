@@ -32,14 +32,6 @@ from collections import OrderedDict
 LOW, HIGH, STEPS = 0.2, 0.98, 18  # bisection to 3e-6 of the constant
 
 
-def arch_of(cluster, root):
-    """The GPU architecture of a cluster preset (configs/clusters -> configs/gpus)."""
-    with open(os.path.join(root, "clusters", cluster + ".json")) as f:
-        gpu = json.load(f)["gpu"]
-    with open(os.path.join(root, "gpus", gpu + ".json")) as f:
-        return json.load(f)["arch"]
-
-
 class Calibrate:
     """Runs `topoplan calibrate` with one constant overridden; rows by name."""
 
@@ -62,17 +54,15 @@ def model_name(run):
     return m if isinstance(m, str) else m.get("name", "?")
 
 
-def groups_of(runs, rows, root, same_plan):
+def groups_of(runs, rows, same_plan):
     """(family, arch, precision[, model and model-parallel plan]) -> the held-back, checked
-    training rows' names, in corpus order."""
+    training rows' names, in corpus order (arch and precision as calibrate's JSON gives them)."""
     groups = OrderedDict()
     for run in runs:
         res = rows.get(run["name"])
-        if (not res or not res["checked"] or not res["held_out"] or "plan" not in run
-                or "inference" in run or not isinstance(run.get("cluster"), str)):
+        if not res or not res["checked"] or not res["held_out"] or res["kind"] != "training":
             continue
-        fp8 = run["job"].get("dtype") == "fp8"
-        key = (run["family"], arch_of(run["cluster"], root), "fp8" if fp8 else "16-bit")
+        key = (run["family"], res["arch"], res["precision"])
         if same_plan:
             plan = run["plan"]
             key += (model_name(run), run["job"].get("seq_len"),
@@ -159,8 +149,8 @@ def main():
         sys.exit(__doc__)
     topoplan = args[0]
     runs_json = args[1] if len(args) > 1 else None
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
-    with open(runs_json or os.path.join(root, "calibration", "runs.json")) as f:
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(runs_json or os.path.join(root, "configs", "calibration", "runs.json")) as f:
         runs = json.load(f)["runs"]
     lines, used = [], 0
     with tempfile.TemporaryDirectory() as workdir:
@@ -169,7 +159,7 @@ def main():
         for same_plan in (False, True):
             what = ("family, GPU and precision" if not same_plan else
                     "family, GPU, precision, model, sequence and model-parallel plan")
-            n, line = report(calibrate, base, groups_of(runs, base, root, same_plan), what)
+            n, line = report(calibrate, base, groups_of(runs, base, same_plan), what)
             used = n if not same_plan else used
             lines.append(line)
     if used < min_groups:
