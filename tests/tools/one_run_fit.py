@@ -9,7 +9,9 @@ software stack and era), one GPU architecture and one precision, takes each grou
 corpus order as "your run", fits the one constant that row's GEMMs run at
 (gemm_efficiency.<arch>, or gemm_efficiency_fp8.<arch> for FP8) so that topoplan reproduces it
 exactly, and predicts the group's other rows with that value. It prints each group's error on
-those other rows before and after, and the whole.
+those other rows before and after, and the whole. It does it twice: with those groups, and with
+groups that also share the model, the sequence length and the model-parallel plan (tp, pp, cp,
+ep, vpp), which is the same configuration at another scale or batch.
 
 The first row is taken, not chosen: nothing here looks at the errors to pick it. Groups with one
 row have nothing to predict and are skipped; a group whose first row no value in [0.2, 0.98]
@@ -17,8 +19,8 @@ reproduces is reported and skipped.
 
 Usage: one_run_fit.py TOPOPLAN [RUNS_JSON] [--min-groups N] [--check-readme README]
 --min-groups: exit 1 when fewer groups are found (the test that keeps the tool working).
---check-readme: exit 1 unless README contains the summary line printed last (the figure the
-README quotes is the one this tool measures today).
+--check-readme: exit 1 unless README contains both summary lines (the figures the README quotes
+are the ones this tool measures today; cmake/update-readme-tables.sh writes them there).
 Analysis only: nothing here feeds the model.
 """
 
