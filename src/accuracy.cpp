@@ -36,7 +36,7 @@ AccuracyBand measure(const Regime& want) {
         picked.push_back(r);
     out.basis = to_string(want.kind);
     if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
-    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, want.fp8 ? "fp8" : "16-bit");
+    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, precision_name(want.fp8));
     if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;

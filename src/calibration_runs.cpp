@@ -195,6 +195,8 @@ constexpr std::array<const char*, 3> kRunKindNames{"training", "inference", "col
 
 const char* to_string(RunKind k) { return detail::name_of(kRunKindNames, k); }
 
+const char* precision_name(bool fp8) { return fp8 ? "fp8" : "16-bit"; }
+
 const RunCorpus& builtin_runs() {
   static const RunCorpus corpus = embedded_runs();
   return corpus;
@@ -415,7 +417,7 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                       {"family", x.family},
                       {"kind", to_string(x.kind)},
                       {"arch", to_string(x.arch)},
-                      {"precision", x.fp8 ? "fp8" : "16-bit"},
+                      {"precision", precision_name(x.fp8)},
                       {"moe", x.moe}});
     j["runs"] = rows;
     return j.dump(2) + "\n";

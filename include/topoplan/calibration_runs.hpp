@@ -18,6 +18,8 @@ namespace topoplan {
 /// collective.
 enum class RunKind : std::uint8_t { training, inference, collective };
 [[nodiscard]] const char* to_string(RunKind k);
+/// A run's precision class: "fp8" (FP8 training, or FP8 weights when serving) or "16-bit".
+[[nodiscard]] const char* precision_name(bool fp8);
 
 struct CalibrationResult {
   std::string name;
