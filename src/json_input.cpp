@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "topoplan/error.hpp"
@@ -39,10 +38,20 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input(path, "", "cannot open file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  // Read in blocks up to the limit, so that a wrong file (a checkpoint given as --model, a device)
+  // fails at once instead of filling the memory; pipes and process substitutions still work.
+  std::string text;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxInputFileBytes)
+      throw_input(path, "",
+                  fmt::format("larger than {} MiB; expected a topoplan input file (JSON or text)",
+                              kMaxInputFileBytes >> 20));
+  }
   if (in.bad()) throw_input(path, "", "cannot read file");
-  return buf.str();
+  return text;
 }
 
 nlohmann::json read_json_file(const std::string& path) {

@@ -1,6 +1,7 @@
 #pragma once
 /// Reading user JSON with errors that name the file, the JSON path and what was expected.
 /// Private to the library: only the loaders include nlohmann/json.
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,7 +15,9 @@ namespace topoplan::detail {
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& source);
 /// Reads and parses a file; a missing or unreadable file is an InputError.
 [[nodiscard]] nlohmann::json read_json_file(const std::string& path);
-/// Reads a whole file; errors name the path as the user gave it.
+/// The largest input file read: far above any real input (the published runs file is 0.2 MiB).
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
+/// Reads a whole file of at most kMaxInputFileBytes; errors name the path as the user gave it.
 [[nodiscard]] std::string read_text_file(const std::string& path);
 
 /// Edit distance between two keys (insertions, deletions, substitutions; case-insensitive).
