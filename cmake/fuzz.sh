@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source cmake/need-clang.sh
 seconds=${FUZZ_SECONDS:-20}
-parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml slurm)
+parsers=(cluster model calibration ranks plan megatron nvidia_smi nccl_tests nccl_xml slurm runs)
 # FUZZ_BUILD_DIR: a build configured with -DTOPOPLAN_FUZZ=ON already (cmake/sanitize.sh's
 # build-asan, as CI runs it). Otherwise build-fuzz/: -O1 with line tables only, quick to build,
 # reports still name the file and line; only the fuzz targets (and the library) are built.
@@ -30,6 +30,7 @@ declare -A seeds=(
   [nccl_tests]="tests/data/nccl-tests/*"
   [nccl_xml]="tests/data/nccl-xml/*"
   [slurm]="tests/data/slurm/*"
+  [runs]="tests/data/runs/*.json examples/runs/*.json configs/calibration/runs.json"
 )
 for parser in "${parsers[@]}"; do
   dir="$seed_dir/$parser"

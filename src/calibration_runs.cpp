@@ -58,7 +58,7 @@ void predict_collective(const detail::JsonCursor& r, const Cluster& c, const Cal
 
 /// A run's model: a preset name ("llama3-70b") or the config.json object itself.
 Model run_model(const detail::JsonCursor& r) {
-  if (r.node().at("model").is_string())
+  if (r.at("model").node().is_string())
     return Model(load_model(r.string("model"), r.source()), r.source());
   return Model(parse_model_json(r.at("model").node().dump(), r.source() + ": model"), r.source());
 }
@@ -148,7 +148,7 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   opt.sequence_parallel =
       pc.boolean_or("sequence_parallel", jc.has("stack") && st.sequence_parallel.value_or(true));
   auto fixed_or_search = [&](const char* key) {
-    const auto& v = pc.node().at(key);
+    const auto& v = pc.at(key).node();
     return v.is_string() ? 0 : static_cast<int>(pc.positive_int(key));
   };
   opt.micro_batch = fixed_or_search("micro_batch");

@@ -1,14 +1,18 @@
 /// libFuzzer target for one input parser (issue 11, item 3), chosen at build time by
 /// TOPOPLAN_FUZZ_PARSER: cluster, model, calibration, ranks, plan, megatron, nvidia_smi,
 /// nccl_tests (the parser and the fit that follows it), nccl_xml, slurm (topology.conf and the
-/// cluster built from it).
+/// cluster built from it), runs (calibrate --runs: the key check, every row read, and the rows on
+/// up to kFuzzRunNodes servers predicted).
 /// A parser may reject its input (InputError) but never crash, leak, hang or throw anything
 /// else; what it accepts is also validated the way the CLI would (Cluster, Model).
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "topoplan/calibration.hpp"
+#include "topoplan/calibration_runs.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/import/megatron_args.hpp"
 #include "topoplan/import/nccl_tests.hpp"
@@ -22,6 +26,44 @@
 #include "topoplan/topology.hpp"
 
 namespace {
+
+/// Rows on more servers than this are read but not predicted: a row's search grows with its
+/// cluster, and a fuzzed 2,048-node row would time the fuzzer out without finding anything new.
+constexpr double kFuzzRunNodes = 4;
+
+/// Which rows of a runs file to predict, in file order; empty when a row names a cluster or a
+/// model that is not a preset (a path: the fuzzer must not read the machine's files, /dev/stdin).
+std::vector<bool> runs_to_predict(const std::string& text) {
+  using namespace topoplan;
+  const auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("runs") || !doc["runs"].is_array()) return {};
+  auto named = [](const nlohmann::json& row, const char* key, const char* kind) {
+    if (!row.contains(key) || !row[key].is_string()) return true;
+    for (const auto& n : preset_names(kind))
+      if (n == row[key].get<std::string>()) return true;
+    return false;
+  };
+  std::vector<bool> predict;
+  for (const auto& row : doc["runs"]) {
+    if (!row.is_object()) return {};
+    if (!named(row, "cluster", "clusters") || !named(row, "model", "models")) return {};
+    const auto nodes = row.value("nodes", nlohmann::json());
+    predict.push_back(nodes.is_number() && nodes.get<double>() <= kFuzzRunNodes);
+  }
+  return predict;
+}
+
+void parse_runs(const std::string& text) {
+  using namespace topoplan;
+  const RunCorpus corpus{text, "runs.json"};
+  warn_unknown_run_keys(corpus);
+  const std::vector<bool> predict = runs_to_predict(text);
+  if (predict.empty()) return;
+  std::size_t row = 0;  // run_calibration_where asks about each row in file order
+  (void)run_calibration_where(
+      Calibration{},
+      [&](const CalibrationResult&) { return row < predict.size() && predict[row++]; }, corpus);
+}
 
 void parse(const std::string& text) {
   using namespace topoplan;
@@ -50,6 +92,8 @@ void parse(const std::string& text) {
     (void)c.gpu_count();
   } else if (parser == "nccl_xml") {
     (void)parse_nccl_topo_xml(text, "topo.xml");
+  } else if (parser == "runs") {
+    parse_runs(text);
   } else if (parser == "nccl_tests") {
     Calibration cal;
     (void)fit_nccl_tests(load_cluster("dgx-h100", "fuzz"), cal,
