@@ -208,6 +208,8 @@ TEST_CASE("NCCL topology dumps: NVSwitch, peer-to-peer and PCIe servers") {
   CHECK(h100.nic_speed_Mbps == 400000);
   CHECK(h100.matrix.min_nvlinks() == 18);  // 5 + 5 + 4 + 4 to the switches: NV18 every pair
   CHECK(gpu_preset_for_sm(h100.sm) == "h100-sxm");
+  CHECK(gpu_preset_for_sm(103) == "b300");
+  CHECK(gpu_preset_for_sm(75).empty());
   const NcclXmlTopology p2p = parse_nccl_topo_xml(data("nccl-xml/hgx-a100-4gpu-p2p.xml"), "p.xml");
   CHECK(p2p.matrix.gpus == 4);
   CHECK_FALSE(p2p.nvswitch);

@@ -67,8 +67,23 @@ TEST_CASE("cluster presets load with their cited figures") {
   Cluster a = test::preset_cluster("dgx-a100", 4);
   CHECK(a.bandwidth(0) == Approx(300e9));
   CHECK(a.bandwidth(1) == Approx(25e9));  // HDR 200 Gb/s
-  for (auto n : {"hgx-h200", "hgx-h800", "dgx-b200"})
+  for (auto n : {"hgx-h200", "hgx-h800", "dgx-b200", "dgx-b300"})
     CHECK(test::preset_cluster(n, 2).gpu_count() == 16);
+}
+
+TEST_CASE("Blackwell Ultra presets: GB200's peaks, more memory, 800 Gb/s NICs") {
+  const Cluster b = test::preset_cluster("dgx-b300", 2);
+  const Cluster b200 = test::preset_cluster("dgx-b200", 2);
+  CHECK(b.gpu().peak_flops == Approx(b200.gpu().peak_flops));   // 2,250 dense BF16 TFLOP/s
+  CHECK(b.gpu().memory_bytes > 1.4 * b200.gpu().memory_bytes);  // 268.6 GiB against 179
+  CHECK(b.bandwidth(0) == Approx(900e9));                       // NVLink5, per direction
+  CHECK(b.bandwidth(1) == Approx(100e9));                       // ConnectX-8 XDR 800 Gb/s
+  const Cluster g = test::preset_cluster("gb300-nvl72", 2);
+  const Cluster g200 = test::preset_cluster("gb200-nvl72", 2);
+  CHECK(g.gpus_per_server() == 72);
+  CHECK(g.gpu().peak_flops == Approx(g200.gpu().peak_flops));
+  CHECK(g.gpu().memory_bytes == Approx(260.8 * 1024 * 1024 * 1024));  // 280 GB
+  CHECK(g.bandwidth(1) == Approx(2 * g200.bandwidth(1)));
 }
 
 TEST_CASE("bad cluster input names the file, the JSON path and what was expected") {

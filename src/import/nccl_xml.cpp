@@ -168,6 +168,7 @@ std::string gpu_preset_for_sm(int sm) {
   if (sm == 80) return "a100-80gb";
   if (sm == 90) return "h100-sxm";
   if (sm == 100) return "b200";
+  if (sm == 103) return "b300";  // Blackwell Ultra (compute capability 10.3)
   return "";
 }
 

@@ -21,7 +21,8 @@ struct NcclXmlTopology {
 [[nodiscard]] NcclXmlTopology parse_nccl_topo_xml(const std::string& text,
                                                   const std::string& source);
 
-/// The GPU preset an sm value stands for (80: a100-80gb, 90: h100-sxm, 100: b200); "" if none.
+/// The GPU preset an sm value stands for (80: a100-80gb, 90: h100-sxm, 100: b200, 103: b300); ""
+/// if none. A Grace superchip reports the same sm as its HGX part (gb200: 100, gb300: 103).
 [[nodiscard]] std::string gpu_preset_for_sm(int sm);
 
 }  // namespace topoplan
