@@ -71,7 +71,7 @@ TEST_CASE("cluster presets load with their cited figures") {
     CHECK(test::preset_cluster(n, 2).gpu_count() == 16);
 }
 
-TEST_CASE("Blackwell Ultra presets: GB200's peaks, more memory, 800 Gb/s NICs") {
+TEST_CASE("Blackwell Ultra presets: Blackwell peaks, more memory, 800 Gb/s NICs") {
   const Cluster b = test::preset_cluster("dgx-b300", 2);
   const Cluster b200 = test::preset_cluster("dgx-b200", 2);
   CHECK(b.gpu().peak_flops == Approx(b200.gpu().peak_flops));   // 2,250 dense BF16 TFLOP/s
