@@ -13,33 +13,40 @@
 
 namespace topoplan {
 
+int host_count(const Cluster& c) {
+  return c.spec().nodes * (c.gpus_per_server() / c.gpus_per_host());
+}
+
 RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::string> hosts) {
   RankTable t;
-  t.gpus_per_node = c.gpus_per_server();
-  const int nodes = static_cast<int>((m.world() + t.gpus_per_node - 1) / t.gpus_per_node);
+  const int per_server = c.gpus_per_server();
+  t.gpus_per_node = c.gpus_per_host();
+  const int blocks = static_cast<int>((m.world() + t.gpus_per_node - 1) / t.gpus_per_node);
   if (hosts.empty())
-    for (int n = 0; n < c.spec().nodes; ++n) hosts.push_back(fmt::format("node{:03d}", n));
+    for (int n = 0; n < host_count(c); ++n) hosts.push_back(fmt::format("node{:03d}", n));
   t.hosts = std::move(hosts);
-  std::vector<int> next_local(static_cast<std::size_t>(c.spec().nodes), 0);
+  std::vector<int> next_local(static_cast<std::size_t>(host_count(c)), 0);
   t.ranks.resize(static_cast<std::size_t>(m.world()));
   for (std::int64_t r = 0; r < m.world(); ++r) {
     RankEntry& e = t.ranks[r];
     e.rank = static_cast<int>(r);
     const int dev = m.device(r);
-    e.node = dev / t.gpus_per_node;
-    e.gpu = dev % t.gpus_per_node;
-    e.local_rank = next_local[e.node]++;
+    e.node = dev / per_server;
+    e.gpu = dev % per_server;
+    e.host = dev / t.gpus_per_node;  // a host's GPUs are consecutive within its server
+    e.host_gpu = dev % t.gpus_per_node;
+    e.local_rank = next_local[e.host]++;
     for (Dim d : kDefaultOrder) e.coord[d] = m.coord(r, d);
-    t.gpus_permuted = t.gpus_permuted || e.local_rank != e.gpu;
+    t.gpus_permuted = t.gpus_permuted || e.local_rank != e.host_gpu;
   }
-  // Node-contiguous: ranks k*g .. k*g+g-1 all on one node, for every block k.
+  // Host-contiguous: ranks k*g .. k*g+g-1 all on one host, for every block k.
   t.node_contiguous = m.world() % t.gpus_per_node == 0;
-  for (int k = 0; t.node_contiguous && k < nodes; ++k) {
-    const int node = t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node].node;
+  for (int k = 0; t.node_contiguous && k < blocks; ++k) {
+    const int host = t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node].host;
     for (int i = 0; i < t.gpus_per_node; ++i)
-      if (t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node + i].node != node)
+      if (t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node + i].host != host)
         t.node_contiguous = false;
-    if (t.node_contiguous) t.node_rank_host.push_back(t.hosts[node]);
+    if (t.node_contiguous) t.node_rank_host.push_back(t.hosts[host]);
   }
   if (!t.node_contiguous) t.node_rank_host.clear();
   return t;
@@ -88,8 +95,8 @@ std::vector<int> devices_of_ranks(const Cluster& c, const std::vector<int>& node
   return devices;
 }
 
-std::vector<std::string> parse_hosts(const std::string& text, const std::string& source,
-                                     int nodes) {
+std::vector<std::string> parse_hosts(const std::string& text, const std::string& source, int nodes,
+                                     const char* unit) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   std::istringstream in(text);
@@ -113,24 +120,26 @@ std::vector<std::string> parse_hosts(const std::string& text, const std::string&
   }
   if (static_cast<int>(out.size()) < nodes)
     throw_input(source, "",
-                fmt::format("expected {} hostnames (one per server), got {}", nodes, out.size()));
+                fmt::format("expected {} hostnames (one per {}), got {}", nodes, unit, out.size()));
   out.resize(static_cast<std::size_t>(nodes));
   return out;
 }
 
-std::vector<std::string> load_hosts_file(const std::string& path, int nodes) {
-  return parse_hosts(detail::read_text_file(path), path, nodes);
+std::vector<std::string> load_hosts_file(const std::string& path, int nodes, const char* unit) {
+  return parse_hosts(detail::read_text_file(path), path, nodes, unit);
 }
 
-std::vector<std::string> load_hosts(const std::string& file_or_hostlist, int nodes) {
-  if (std::filesystem::exists(file_or_hostlist)) return load_hosts_file(file_or_hostlist, nodes);
+std::vector<std::string> load_hosts(const std::string& file_or_hostlist, int nodes,
+                                    const char* unit) {
+  if (std::filesystem::exists(file_or_hostlist))
+    return load_hosts_file(file_or_hostlist, nodes, unit);
   if (file_or_hostlist.find_first_of("[,") == std::string::npos)
     throw_input("--hosts", "",
                 fmt::format("'{}' is neither a file nor a host list expression (gpu[001-016])",
                             file_or_hostlist));
   std::string lines;
   for (const auto& h : expand_hostlist(file_or_hostlist, "--hosts")) lines += h + "\n";
-  return parse_hosts(lines, "--hosts", nodes);
+  return parse_hosts(lines, "--hosts", nodes, unit);
 }
 
 }  // namespace topoplan

@@ -231,6 +231,7 @@ std::string cluster_json(const ClusterSpec& s) {
     j["servers"] = groups;
   }
   j["server"] = {{"nics", s.nics_per_server}, {"nic_Gbps", units::to_Gbps(s.nic_bandwidth)}};
+  if (s.gpus_per_host > 0) j["server"]["gpus_per_host"] = s.gpus_per_host;
   nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
   for (const auto& t : s.tiers) {
     nlohmann::ordered_json o = {{"name", t.name},
@@ -276,7 +277,10 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
         static_cast<int>(bounded(c, "nodes", c.int_at_least_or("nodes", 1, 1), Cluster::kMaxGpus));
   }
   auto server = c.at("server");
-  server.warn_unknown_keys({"nics", "nic_Gbps"});
+  server.warn_unknown_keys({"nics", "nic_Gbps", "gpus_per_host"});
+  if (server.has("gpus_per_host"))
+    s.gpus_per_host = static_cast<int>(
+        bounded(server, "gpus_per_host", server.positive_int("gpus_per_host"), kMaxGpusPerServer));
   s.nics_per_server =
       static_cast<int>(bounded(server, "nics", server.positive_int("nics"), kMaxGpusPerServer));
   s.nic_bandwidth = units::from_Gbps(server.number_in("nic_Gbps", 1e-3, 1e8));
@@ -329,6 +333,11 @@ Cluster::Cluster(ClusterSpec spec, const std::string& source) : spec_(std::move(
                 fmt::format("expected at most {} GPUs in all, got {} servers x {} GPUs", kMaxGpus,
                             spec_.nodes, spec_.tiers[0].fanout));
   gpu_count_ = static_cast<int>(gpus);
+  if (spec_.gpus_per_host < 0 ||
+      (spec_.gpus_per_host > 0 && spec_.tiers[0].fanout % spec_.gpus_per_host != 0))
+    throw_input(source, "server.gpus_per_host",
+                fmt::format("expected a divisor of the {} GPUs per server, got {}",
+                            spec_.tiers[0].fanout, spec_.gpus_per_host));
   double nic_share = spec_.nics_per_server * spec_.nic_bandwidth / spec_.tiers[0].fanout;
   double path_min = nic_share;
   tier_count_ = 0;

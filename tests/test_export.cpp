@@ -303,6 +303,52 @@ TEST_CASE("the rank file carries the plan, the placement and the input fingerpri
   CHECK(back.cluster_fingerprint->rfind("fnv1a64:", 0) == 0);
 }
 
+TEST_CASE("an NVL72 rack's trays are the hosts the launcher files start processes on") {
+  // A server is the rack's 72-GPU NVLink domain; each compute tray of 4 GPUs is its own host.
+  Cluster c = test::preset_cluster("gb200-nvl72", 2);
+  REQUIRE(c.gpus_per_host() == 4);
+  CHECK(host_count(c) == 36);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  RunContext run{c, m, j, Calibration{}};
+  ExportOptions opt;
+  Plan p = make(4, 1, 1, 36, 1);  // tp 4, dp 36: 144 ranks over two racks
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  ExportContext x{run, p, map, t, opt};
+  REQUIRE(t.ranks.size() == 144);
+  CHECK(t.gpus_per_node == 4);
+  CHECK(t.hosts.size() == 36);
+  CHECK(t.node_contiguous);
+  CHECK_FALSE(t.gpus_permuted);
+  const RankEntry& e = t.ranks[77];  // rack 1, GPU 5: its second tray, CUDA device 1
+  CHECK(e.node == 1);
+  CHECK(e.gpu == 5);
+  CHECK(e.host == 19);
+  CHECK(e.host_gpu == 1);
+  CHECK(e.local_rank == 1);
+  const std::string torchrun = export_torchrun(x);
+  CHECK(torchrun.find("--nnodes=36 --nproc-per-node=4 --node-rank=19") != std::string::npos);
+  CHECK(torchrun.find("--nproc-per-node=72") == std::string::npos);
+  std::istringstream slurm(export_slurm_hostfile(x));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(slurm, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 144);
+  CHECK(lines[77] == "node019");
+  CHECK(lines[80] == "node020");
+  auto doc = nlohmann::json::parse(export_ranks_json(x));
+  CHECK(doc["ranks"][77]["node"] == 1);  // the rank table keeps server and GPU (--ranks reads it)
+  CHECK(doc["ranks"][77]["gpu"] == 5);
+  CHECK(doc["ranks"][77]["host"] == "node019");
+  CHECK(doc["ranks"][77]["host_gpu"] == 1);
+  // A host count that does not divide the server is refused where the cluster is built.
+  ClusterSpec bad = load_cluster("gb200-nvl72", "test");
+  bad.gpus_per_host = 5;
+  CHECK_THROWS_WITH(Cluster(bad, "c.json"),
+                    "c.json: server.gpus_per_host: expected a divisor of the 72 GPUs per server, "
+                    "got 5");
+}
+
 TEST_CASE("host lists: comments, blanks, duplicates and too few names") {
   CHECK(parse_hosts("# rack 1\na\n\n b  # first\nc\n", "hosts", 2) ==
         std::vector<std::string>{"a", "b"});

@@ -74,8 +74,12 @@ struct ClusterSpec {
   GpuSpec gpu;
   /// Servers by GPU type in server order ("servers" in the cluster file); empty: all `gpu`.
   std::vector<ServerGroup> server_groups;
-  int nodes = 1;             ///< servers
-  int nics_per_server = 0;   ///< NICs used for GPU traffic between servers
+  int nodes = 1;            ///< servers
+  int nics_per_server = 0;  ///< NICs used for GPU traffic between servers
+  /// GPUs one operating-system host holds (0: the whole server). A server here is an NVLink
+  /// domain; an NVL72 rack is 18 compute trays of 4 GPUs, each its own host. Only the launcher
+  /// files (export) see it: processes start per host.
+  int gpus_per_host = 0;
   double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
   std::vector<TierSpec> tiers;
   /// Host names in server order (optional; from Slurm's topology.conf): export's host files use
@@ -104,6 +108,10 @@ class Cluster {
   [[nodiscard]] const GpuSpec& gpu() const { return spec_.gpu; }
   [[nodiscard]] int gpu_count() const { return gpu_count_; }
   [[nodiscard]] int gpus_per_server() const { return spec_.tiers[0].fanout; }
+  /// GPUs per operating-system host: the server's unless server.gpus_per_host splits it.
+  [[nodiscard]] int gpus_per_host() const {
+    return spec_.gpus_per_host > 0 ? spec_.gpus_per_host : gpus_per_server();
+  }
   [[nodiscard]] int tier_count() const { return tier_count_; }
   [[nodiscard]] const std::string& tier_name(int k) const { return spec_.tiers[k].name; }
   /// GPUs in one tier-k domain (at most the whole cluster).

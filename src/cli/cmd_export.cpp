@@ -24,12 +24,14 @@ int run_export(const ExportArgs& a) {
   // The same rules as evaluate and check (plan_check.hpp).
   const PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none) throw_plan_error(err, r);
-  // --hosts (a file or a Slurm host list), else the cluster file's hosts (Slurm's order).
+  // --hosts (a file or a Slurm host list), else the cluster file's hosts (Slurm's order), which
+  // name servers: they serve when each server is one host.
   const ClusterSpec& spec = r.in.cluster.spec();
+  const bool split = r.in.cluster.gpus_per_host() < r.in.cluster.gpus_per_server();
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) {
-    hosts = load_hosts(a.hosts_file, spec.nodes);
-  } else if (!spec.hosts.empty()) {
+    hosts = load_hosts(a.hosts_file, host_count(r.in.cluster), split ? "host" : "server");
+  } else if (!spec.hosts.empty() && !split) {
     if (static_cast<int>(spec.hosts.size()) < spec.nodes)
       throw_input("--nodes", "",
                   fmt::format("{} servers, but the cluster file names {} hosts: pass --hosts",

@@ -43,7 +43,7 @@ std::string export_torchrun(const ExportContext& x) {
       std::string devs;
       for (int i = 0; i < t.gpus_per_node; ++i)
         devs += fmt::format("{}{}", i ? "," : "",
-                            t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node + i].gpu);
+                            t.ranks[static_cast<std::size_t>(k) * t.gpus_per_node + i].host_gpu);
       env = fmt::format("CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={} ", devs);
     }
     out += fmt::format(
@@ -60,7 +60,7 @@ std::string export_slurm_hostfile(const ExportContext& x) {
   // SLURM_HOSTFILE for srun --distribution=arbitrary: line r is the host of task r.
   require_launchable(x, ExportFormat::slurm);
   std::string out;
-  for (const auto& e : x.table.ranks) out += x.table.hosts[e.node] + "\n";
+  for (const auto& e : x.table.ranks) out += x.table.hosts[e.host] + "\n";
   return out;
 }
 
@@ -80,9 +80,9 @@ std::string export_openmpi_rankfile(const ExportContext& x) {
   for (const auto& e : x.table.ranks) {
     const int first = e.local_rank * k;
     if (k == 1)
-      out += fmt::format("rank {}={} slot={}\n", e.rank, x.table.hosts[e.node], first);
+      out += fmt::format("rank {}={} slot={}\n", e.rank, x.table.hosts[e.host], first);
     else
-      out += fmt::format("rank {}={} slot={}-{}\n", e.rank, x.table.hosts[e.node], first,
+      out += fmt::format("rank {}={} slot={}-{}\n", e.rank, x.table.hosts[e.host], first,
                          first + k - 1);
   }
   return out;
