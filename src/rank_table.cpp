@@ -22,10 +22,11 @@ RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::
   const int per_server = c.gpus_per_server();
   t.gpus_per_node = c.gpus_per_host();
   const int blocks = static_cast<int>((m.world() + t.gpus_per_node - 1) / t.gpus_per_node);
+  const int host_n = host_count(c);
   if (hosts.empty())
-    for (int n = 0; n < host_count(c); ++n) hosts.push_back(fmt::format("node{:03d}", n));
+    for (int n = 0; n < host_n; ++n) hosts.push_back(fmt::format("node{:03d}", n));
   t.hosts = std::move(hosts);
-  std::vector<int> next_local(static_cast<std::size_t>(host_count(c)), 0);
+  std::vector<int> next_local(static_cast<std::size_t>(host_n), 0);
   t.ranks.resize(static_cast<std::size_t>(m.world()));
   for (std::int64_t r = 0; r < m.world(); ++r) {
     RankEntry& e = t.ranks[r];

@@ -74,13 +74,13 @@ struct ClusterSpec {
   GpuSpec gpu;
   /// Servers by GPU type in server order ("servers" in the cluster file); empty: all `gpu`.
   std::vector<ServerGroup> server_groups;
-  int nodes = 1;            ///< servers
-  int nics_per_server = 0;  ///< NICs used for GPU traffic between servers
+  int nodes = 1;             ///< servers
+  int nics_per_server = 0;   ///< NICs used for GPU traffic between servers
+  double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
   /// GPUs one operating-system host holds (0: the whole server). A server here is an NVLink
   /// domain; an NVL72 rack is 18 compute trays of 4 GPUs, each its own host. Only the launcher
   /// files (export) see it: processes start per host.
   int gpus_per_host = 0;
-  double nic_bandwidth = 0;  ///< bytes/s per NIC per direction
   std::vector<TierSpec> tiers;
   /// Host names in server order (optional; from Slurm's topology.conf): export's host files use
   /// them when --hosts is not given.
@@ -112,6 +112,8 @@ class Cluster {
   [[nodiscard]] int gpus_per_host() const {
     return spec_.gpus_per_host > 0 ? spec_.gpus_per_host : gpus_per_server();
   }
+  /// True when a server is several hosts (an NVL72 rack's trays): hosts, not servers, are named.
+  [[nodiscard]] bool hosts_split_servers() const { return gpus_per_host() < gpus_per_server(); }
   [[nodiscard]] int tier_count() const { return tier_count_; }
   [[nodiscard]] const std::string& tier_name(int k) const { return spec_.tiers[k].name; }
   /// GPUs in one tier-k domain (at most the whole cluster).

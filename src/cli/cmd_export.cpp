@@ -27,7 +27,7 @@ int run_export(const ExportArgs& a) {
   // --hosts (a file or a Slurm host list), else the cluster file's hosts (Slurm's order), which
   // name servers: they serve when each server is one host.
   const ClusterSpec& spec = r.in.cluster.spec();
-  const bool split = r.in.cluster.gpus_per_host() < r.in.cluster.gpus_per_server();
+  const bool split = r.in.cluster.hosts_split_servers();
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) {
     hosts = load_hosts(a.hosts_file, host_count(r.in.cluster), split ? "host" : "server");

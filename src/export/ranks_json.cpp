@@ -51,7 +51,7 @@ std::string export_ranks_json(const ExportContext& x) {
     r["local_rank"] = e.local_rank;
     r["gpu"] = e.gpu;
     // Hosts that split a server (an NVL72 rack's trays): the CUDA device on the host.
-    if (x.table.gpus_per_node < x.run.cluster.gpus_per_server()) r["host_gpu"] = e.host_gpu;
+    if (x.run.cluster.hosts_split_servers()) r["host_gpu"] = e.host_gpu;
     for (Dim d : kDefaultOrder) r[to_string(d)] = e.coord[d];
     ranks.push_back(r);
   }
