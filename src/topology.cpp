@@ -15,7 +15,8 @@
 namespace topoplan {
 namespace {
 
-constexpr std::array<const char*, kArchs> kArchNames{"ampere", "hopper", "blackwell"};
+constexpr std::array<const char*, kArchs> kArchNames{"ampere", "hopper", "blackwell",
+                                                     "blackwell-ultra"};
 constexpr std::array<const char*, kLinks> kLinkNames{"nvlink3", "nvlink4",    "nvlink5",
                                                      "pcie",    "infiniband", "roce"};
 

@@ -172,6 +172,35 @@ TEST_CASE("calibrate --fit looks only at the fit rows, and the built-in constant
   CHECK(f.fit_error_after < f.fit_error_before);
 }
 
+TEST_CASE(
+    "Blackwell Ultra's FP8 efficiency is the fit on GB300 fit rows; the 25.11 rows are held back") {
+  const auto gb300 = [](const CalibrationResult& r) {
+    return r.name.find("GB300") != std::string::npos;
+  };
+  int fit = 0, held = 0;
+  for (const auto& r : run_calibration_where(Calibration{}, gb300)) {
+    CHECK(r.arch == Arch::blackwell_ultra);
+    (r.held_out ? held : fit) += 1;
+    // The fit rows come from a later container than every held-back one.
+    CHECK(r.held_out == (r.source.find("25.11 NeMo container") != std::string::npos));
+  }
+  CHECK(fit == 2);
+  CHECK(held == 3);
+  // From Blackwell's value, the fit over the fit rows (every one of them, not the GB300 ones
+  // only) lands on the built-in value, and the GB300 class is faster than Blackwell's.
+  Calibration start;
+  const int u = static_cast<int>(Arch::blackwell_ultra), b = static_cast<int>(Arch::blackwell);
+  start.gemm_efficiency_fp8[u] = start.gemm_efficiency_fp8[b];
+  std::vector<FittedConstant> keys;
+  for (const auto& k : default_fitted_constants())
+    if (k.key == "gemm_efficiency_fp8.blackwell_ultra") keys.push_back(k);
+  REQUIRE(keys.size() == 1);
+  const CalibrationFit f = fit_calibration(start, keys);
+  CHECK(f.constants[0].constrained);
+  CHECK(f.constants[0].value == Approx(Calibration{}.gemm_efficiency_fp8[u]).epsilon(0.01));
+  CHECK(Calibration{}.gemm_efficiency_fp8[u] > Calibration{}.gemm_efficiency_fp8[b]);
+}
+
 TEST_CASE("cross-validation: each family predicted by constants fitted on the others only") {
   // Quick rows only (serving latencies and collectives, no plan search), one key: TensorRT-LLM's
   // per-layer overhead, which both TensorRT-LLM families' rows respond to and the NCCL rows do

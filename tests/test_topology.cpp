@@ -84,6 +84,11 @@ TEST_CASE("Blackwell Ultra presets: Blackwell peaks, more memory, 800 Gb/s NICs"
   CHECK(g.gpu().peak_flops == Approx(g200.gpu().peak_flops));
   CHECK(g.gpu().memory_bytes == Approx(260.8 * 1024 * 1024 * 1024));  // 280 GB
   CHECK(g.bandwidth(1) == Approx(2 * g200.bandwidth(1)));
+  // A class of its own for the calibrated efficiencies; the NVLink generation stays Blackwell's.
+  CHECK(b.gpu().arch == Arch::blackwell_ultra);
+  CHECK(g.gpu().arch == Arch::blackwell_ultra);
+  CHECK(b200.gpu().arch == Arch::blackwell);
+  CHECK(std::string(to_string(Arch::blackwell_ultra)) == "blackwell-ultra");
 }
 
 TEST_CASE("bad cluster input names the file, the JSON path and what was expected") {

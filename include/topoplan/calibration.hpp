@@ -22,15 +22,15 @@ struct LinkCalibration {
 
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
-  /// (ampere, hopper, blackwell).
-  std::array<double, kArchs> gemm_efficiency{0.711, 0.614, 0.614};
+  /// (ampere, hopper, blackwell, blackwell-ultra).
+  std::array<double, kArchs> gemm_efficiency{0.711, 0.614, 0.614, 0.614};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.678, 0.469};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.678, 0.469, 0.657};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.
-  std::array<double, kArchs> attention_efficiency_fa2{0.711, 0.385, 0.385};
+  std::array<double, kArchs> attention_efficiency_fa2{0.711, 0.385, 0.385, 0.385};
   /// Matrix dimension at which a multiply reaches half of that (efficiency x n / (n + this)).
   double gemm_half_dim = 64;
   /// FP8 GEMMs (gemm.hpp): the output rows, output columns and reduction length at which a GEMM
@@ -86,7 +86,7 @@ struct Calibration {
   double tree_bandwidth_fraction = 0.92;
   double tree_ll128_bandwidth_fraction = 120.0 / 128.0;
   /// LL's bus-bandwidth ceiling inside one server, bytes/s, per architecture (llMaxBws).
-  std::array<double, kArchs> ll_max_busbw{87.7e9, 141.0e9, 282.0e9};
+  std::array<double, kArchs> ll_max_busbw{87.7e9, 141.0e9, 282.0e9, 282.0e9};
   /// The same across two servers and across more (NCCL's Intel-host figures).
   double ll_max_busbw_two_servers = 39.0e9;
   double ll_max_busbw_more_servers = 20.4e9;

@@ -10,9 +10,10 @@
 
 namespace topoplan {
 
-/// GPU architecture: selects the calibrated matrix-multiply efficiency.
-enum class Arch : std::uint8_t { ampere, hopper, blackwell };
-inline constexpr int kArchs = 3;
+/// GPU architecture: selects the calibrated matrix-multiply efficiency. Blackwell Ultra (B300,
+/// GB300) is a class of its own: the same dense peaks as Blackwell, a higher sustained fraction.
+enum class Arch : std::uint8_t { ampere, hopper, blackwell, blackwell_ultra };
+inline constexpr int kArchs = 4;
 [[nodiscard]] const char* to_string(Arch a);
 
 /// What a tier's links are made of: selects the calibrated achieved-bandwidth fraction, step
