@@ -20,7 +20,7 @@ cmake --build "$build" -j "$(nproc)" --target "${parsers[@]/#/fuzz_}" >&2
 seed_dir=$(mktemp -d)
 trap 'rm -rf "$seed_dir"' EXIT
 declare -A seeds=(
-  [cluster]="configs/clusters/*.json examples/clusters/*.json tests/data/six-gpu-servers.json tests/data/eight-and-four-gpu-servers.json tests/data/bad/cluster-*.json tests/data/bad/negative-bandwidth.json"
+  [cluster]="configs/clusters/*.json examples/clusters/*.json tests/data/nvl72-trays.json tests/data/six-gpu-servers.json tests/data/eight-and-four-gpu-servers.json tests/data/bad/cluster-*.json tests/data/bad/negative-bandwidth.json"
   [model]="configs/models/*.json examples/models/*/config.json tests/data/gpt2/config.json tests/data/bad/config*.json"
   [calibration]="tests/data/bad/calibration.json"
   [ranks]="tests/data/ranks-*.json tests/data/bad/ranks-*.json"

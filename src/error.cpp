@@ -1,6 +1,12 @@
 #include "topoplan/error.hpp"
 
 namespace topoplan {
+namespace {
+std::string hex_byte(unsigned char ch) {
+  const char* digits = "0123456789ABCDEF";
+  return {digits[ch >> 4], digits[ch & 15]};
+}
+}  // namespace
 
 std::string input_message(const std::string& source, const std::string& path,
                           const std::string& what) {
@@ -12,6 +18,13 @@ std::string input_message(const std::string& source, const std::string& path,
 
 void throw_input(const std::string& source, const std::string& path, const std::string& what) {
   throw InputError(input_message(source, path, what));
+}
+
+void require_printable_ascii(const std::string& text, const std::string& source,
+                             const std::string& path) {
+  for (unsigned char ch : text)
+    if (ch < 0x21 || ch > 0x7e)
+      throw_input(source, path, "expected printable ASCII, got byte 0x" + hex_byte(ch));
 }
 
 namespace {

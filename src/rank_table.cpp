@@ -114,6 +114,7 @@ std::vector<std::string> parse_hosts(const std::string& text, const std::string&
     if (host.find_first_of(" \t") != std::string::npos)
       throw_input(source, fmt::format("line {}", lineno),
                   fmt::format("expected one hostname, got '{}'", host));
+    require_printable_ascii(host, source, fmt::format("line {}", lineno));
     if (!seen.insert(host).second)
       throw_input(source, fmt::format("line {}", lineno),
                   fmt::format("host '{}' appears twice", host));

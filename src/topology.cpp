@@ -55,23 +55,45 @@ std::int64_t bounded(const detail::JsonCursor& c, std::string_view key, std::int
   return v;
 }
 
-/// "hosts": distinct non-empty names, at least one per server.
-void read_hosts(const detail::JsonCursor& c, ClusterSpec& s) {
-  if (!c.has("hosts")) return;
-  const auto hosts = c.at("hosts");
-  std::set<std::string> seen;
-  for (std::size_t i = 0; i < hosts.array_size(); ++i) {
-    const auto& v = hosts.node()[i];
+/// A list of host names: non-empty, each once across every list read into `seen`.
+std::vector<std::string> read_names(const detail::JsonCursor& list, std::set<std::string>& seen) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < list.array_size(); ++i) {
+    const auto& v = list.node()[i];
     if (!v.is_string() || v.get<std::string>().empty())
-      hosts.at(i).fail_here(fmt::format("expected a host name, got {}", v.dump()));
+      list.at(i).fail_here(fmt::format("expected a host name, got {}", v.dump()));
     const std::string h = v.get<std::string>();
     if (!seen.insert(h).second)
-      hosts.at(i).fail_here(fmt::format("expected each host once, got '{}' again", h));
-    s.hosts.push_back(h);
+      list.at(i).fail_here(fmt::format("expected each host once, got '{}' again", h));
+    out.push_back(h);
   }
-  if (static_cast<int>(s.hosts.size()) < s.nodes)
-    hosts.fail_here(
-        fmt::format("expected a host per server ({}), got {}", s.nodes, s.hosts.size()));
+  return out;
+}
+
+/// "hosts": distinct non-empty names, at least one per server; then "compute_hosts", where
+/// server.gpus_per_host splits servers: at least one per host, none of them a server's name.
+void read_hosts(const detail::JsonCursor& c, ClusterSpec& s) {
+  std::set<std::string> seen;
+  if (c.has("hosts")) {
+    const auto hosts = c.at("hosts");
+    s.hosts = read_names(hosts, seen);
+    if (static_cast<int>(s.hosts.size()) < s.nodes)
+      hosts.fail_here(
+          fmt::format("expected a host per server ({}), got {}", s.nodes, s.hosts.size()));
+  }
+  if (!c.has("compute_hosts")) return;
+  const auto list = c.at("compute_hosts");
+  const int per_server = s.tiers[0].fanout;
+  if (s.gpus_per_host <= 0 || s.gpus_per_host >= per_server || per_server % s.gpus_per_host)
+    list.fail_here(
+        fmt::format("expected only where server.gpus_per_host divides a server's {} "
+                    "GPUs into several hosts",
+                    per_server));
+  s.compute_hosts = read_names(list, seen);
+  const std::int64_t want = std::int64_t{s.nodes} * (per_server / s.gpus_per_host);
+  if (static_cast<std::int64_t>(s.compute_hosts.size()) < want)
+    list.fail_here(fmt::format("expected a host per {} GPUs ({}), got {}", s.gpus_per_host, want,
+                               s.compute_hosts.size()));
 }
 
 /// A decimal index (digits only, at most 9), or nullopt.
@@ -82,33 +104,48 @@ std::optional<std::int64_t> parse_index(const std::string& t) {
   return std::stoll(t);
 }
 
-/// The devices one SERVER or SERVER:GPU entry names, or the reason it names none.
-std::variant<std::vector<int>, std::string> devices_of_entry(const ClusterSpec& s,
-                                                             const std::string& entry) {
-  const int per_server = s.tiers.empty() ? 0 : s.tiers[0].fanout;
+using Devices = std::variant<std::vector<int>, std::string>;
+
+/// The devices of a unit of `count` GPUs from device `first` that `entry` names: all of them
+/// ("NAME"), or one ("NAME:GPU", GPU counted in the unit), or the reason it names none.
+Devices devices_in(std::int64_t first, int count, const std::string& entry) {
   const auto colon = entry.find(':');
-  const std::string server = entry.substr(0, colon);
+  std::vector<int> out;
+  if (colon == std::string::npos) {
+    for (int g = 0; g < count; ++g) out.push_back(static_cast<int>(first) + g);
+    return out;
+  }
+  const auto gpu = parse_index(entry.substr(colon + 1));
+  if (!gpu || *gpu >= count)
+    return fmt::format("expected a GPU index below {} after '{}:', got '{}'", count,
+                       entry.substr(0, colon), entry);
+  out.push_back(static_cast<int>(first + *gpu));
+  return out;
+}
+
+/// The devices one SERVER or SERVER:GPU entry names, or HOST or HOST:GPU with HOST one of
+/// compute_hosts (the GPU counted on that host), or the reason it names none.
+Devices devices_of_entry(const ClusterSpec& s, const std::string& entry) {
+  const int per_server = s.tiers.empty() ? 0 : s.tiers[0].fanout;
+  const std::string name = entry.substr(0, entry.find(':'));
+  const auto host = std::find(s.compute_hosts.begin(), s.compute_hosts.end(), name);
+  if (host != s.compute_hosts.end() && s.gpus_per_host > 0) {
+    const std::int64_t first = (host - s.compute_hosts.begin()) * std::int64_t{s.gpus_per_host};
+    if (first >= std::int64_t{s.nodes} * per_server)
+      return fmt::format("expected a host of the cluster's {} servers, got '{}'", s.nodes, entry);
+    return devices_in(first, s.gpus_per_host, entry);
+  }
   int node = -1;
-  if (auto it = std::find(s.hosts.begin(), s.hosts.end(), server); it != s.hosts.end())
+  if (auto it = std::find(s.hosts.begin(), s.hosts.end(), name); it != s.hosts.end())
     node = static_cast<int>(it - s.hosts.begin());
-  else if (auto n = parse_index(server); n && *n < s.nodes)
+  else if (auto n = parse_index(name); n && *n < s.nodes)
     node = static_cast<int>(*n);
   if (node < 0 || node >= s.nodes)
     return fmt::format(
         "expected SERVER or SERVER:GPU with SERVER a host name{} or an index below "
         "{}, got '{}'",
         s.hosts.empty() ? " (the cluster has none)" : "", s.nodes, entry);
-  std::vector<int> out;
-  if (colon == std::string::npos) {
-    for (int g = 0; g < per_server; ++g) out.push_back(node * per_server + g);
-    return out;
-  }
-  const auto gpu = parse_index(entry.substr(colon + 1));
-  if (!gpu || *gpu >= per_server)
-    return fmt::format("expected a GPU index below {} after '{}:', got '{}'", per_server, server,
-                       entry);
-  out.push_back(node * per_server + static_cast<int>(*gpu));
-  return out;
+  return devices_in(std::int64_t{node} * per_server, per_server, entry);
 }
 
 void add_devices(ClusterSpec& s, const std::vector<int>& devices) {
@@ -247,6 +284,7 @@ std::string cluster_json(const ClusterSpec& s) {
   }
   j["tiers"] = tiers;
   if (!s.hosts.empty()) j["hosts"] = s.hosts;
+  if (!s.compute_hosts.empty()) j["compute_hosts"] = s.compute_hosts;
   if (!s.down.empty()) {
     nlohmann::ordered_json down = nlohmann::ordered_json::array();
     for (int d : s.down) down.push_back(device_name(s, d));
@@ -261,7 +299,8 @@ ClusterSpec parse_cluster_json(const std::string& text, const std::string& sourc
   auto doc = detail::parse_json(text, source);
   detail::JsonCursor c(doc, source);
   check_schema(c, "topoplan.cluster/v1");
-  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts", "down_gpus", "servers"});
+  c.warn_unknown_keys({"name", "gpu", "nodes", "server", "tiers", "hosts", "compute_hosts",
+                       "down_gpus", "servers"});
   ClusterSpec s;
   s.name = c.string("name");
   s.source = c.opt_string("source").value_or("");

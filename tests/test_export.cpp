@@ -355,6 +355,10 @@ TEST_CASE("host lists: comments, blanks, duplicates and too few names") {
   CHECK_THROWS_WITH(parse_hosts("a\na\n", "hosts", 2), "hosts: line 2: host 'a' appears twice");
   CHECK_THROWS_WITH(parse_hosts("a\n", "hosts", 2),
                     "hosts: expected 2 hostnames (one per server), got 1");
+  // Bytes a JSON file or a launcher script cannot carry (ranks.json had ended in an internal
+  // error, exit 3).
+  CHECK_THROWS_WITH(parse_hosts("a\nb\xff\n", "hosts", 2),
+                    "hosts: line 2: expected printable ASCII, got byte 0xFF");
 }
 
 TEST_CASE("launch advice names only the launchers that can start the placement") {

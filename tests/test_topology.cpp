@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
@@ -174,4 +176,44 @@ TEST_CASE("a cluster spec written as JSON reads back to the same cluster") {
     CHECK(!is_preset(s));
     CHECK(is_preset(load_cluster(name, "test")));
   }
+}
+
+TEST_CASE("compute_hosts name an NVL72 rack's trays: read, written back, and taken by down_gpus") {
+  const std::string path = std::string(TOPOPLAN_TEST_DATA) + "/nvl72-trays.json";
+  const ClusterSpec s = load_cluster(path, "--cluster");
+  REQUIRE(s.compute_hosts.size() == 36);
+  CHECK(s.hosts == std::vector<std::string>{"rack-a", "rack-b"});
+  // "gb020:3": the 20th tray's fourth GPU, GPU 79 of rack 0 (trays hold 4 GPUs each).
+  CHECK(s.down == std::vector<int>{19 * 4 + 3});
+  const ClusterSpec back = parse_cluster_json(cluster_json(s), "back.json", no_gpu);
+  CHECK(back.compute_hosts == s.compute_hosts);
+  CHECK(back.down == s.down);
+  // A tray, a server (rack) name and a server index still mean what they meant.
+  ClusterSpec more = s;
+  add_down_gpus(more, "gb036,rack-a:5,1:0", "--exclude");
+  CHECK(more.down == std::vector<int>{5, 72, 79, 140, 141, 142, 143});
+  CHECK_THROWS_WITH(add_down_gpus(more, "gb036:4", "--exclude"),
+                    Catch::Contains("expected a GPU index below 4 after 'gb036:', got 'gb036:4'"));
+}
+
+TEST_CASE("compute_hosts: only on split servers, one per host, none a server's name") {
+  const std::string path = std::string(TOPOPLAN_TEST_DATA) + "/nvl72-trays.json";
+  const ClusterSpec s = load_cluster(path, "--cluster");
+  auto doc = nlohmann::json::parse(cluster_json(s));
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json d = doc;
+    edit(d);
+    return d.dump();
+  };
+  CHECK_THROWS_WITH(
+      parse_cluster_json(with([](auto& d) { d["server"].erase("gpus_per_host"); }), "c.json",
+                         no_gpu),
+      "c.json: compute_hosts: expected only where server.gpus_per_host divides a server's 72 GPUs "
+      "into several hosts");
+  CHECK_THROWS_WITH(
+      parse_cluster_json(with([](auto& d) { d["compute_hosts"].erase(35); }), "c.json", no_gpu),
+      "c.json: compute_hosts: expected a host per 4 GPUs (36), got 35");
+  CHECK_THROWS_WITH(
+      parse_cluster_json(with([](auto& d) { d["compute_hosts"][3] = "rack-b"; }), "c.json", no_gpu),
+      "c.json: compute_hosts[3]: expected each host once, got 'rack-b' again");
 }

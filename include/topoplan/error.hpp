@@ -20,6 +20,11 @@ class InputError : public std::runtime_error {
 [[noreturn]] void throw_input(const std::string& source, const std::string& path,
                               const std::string& what);
 
+/// Host names and the like, which outputs write into JSON and launcher scripts: InputError
+/// naming `source` and `path` unless every byte of `text` is printable ASCII (no spaces).
+void require_printable_ascii(const std::string& text, const std::string& source,
+                             const std::string& path);
+
 /// Where warnings about input go (a key that is not used, a guess made): the library never
 /// prints; the CLI installs a sink that writes them to stderr. Without a sink they are dropped.
 using WarningSink = std::function<void(const std::string& message)>;

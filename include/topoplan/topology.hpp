@@ -86,6 +86,10 @@ struct ClusterSpec {
   /// Host names in server order (optional; from Slurm's topology.conf): export's host files use
   /// them when --hosts is not given.
   std::vector<std::string> hosts;
+  /// Where gpus_per_host splits servers: each host's name (gpus_per_host GPUs each, in server
+  /// order; an NVL72 rack's 18 trays). Export's launcher files use them when --hosts is not
+  /// given; --exclude and down_gpus take HOST or HOST:GPU, the GPU counted on that host.
+  std::vector<std::string> compute_hosts;
   /// GPUs that cannot be used (failed or drained), as device ids (server x GPUs per server +
   /// GPU index), sorted, each once: the cluster file's down_gpus and --exclude.
   std::vector<int> down;
@@ -177,8 +181,9 @@ class Cluster {
 };
 
 /// Parses a list of GPUs to leave out: comma-separated SERVER (every GPU of it) or SERVER:GPU,
-/// SERVER a host name of the cluster (ClusterSpec::hosts) or a server index from 0. Adds them to
-/// spec.down (sorted, each once). InputError naming `what` and the entry.
+/// SERVER a host name of the cluster (ClusterSpec::hosts) or a server index from 0; or HOST or
+/// HOST:GPU with HOST one of ClusterSpec::compute_hosts (the GPU counted on that host). Adds them
+/// to spec.down (sorted, each once). InputError naming `what` and the entry.
 void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string& what);
 /// "node07:3" (or "7:3" without host names): how reports name a device.
 [[nodiscard]] std::string device_name(const ClusterSpec& spec, int device);

@@ -24,19 +24,21 @@ int run_export(const ExportArgs& a) {
   // The same rules as evaluate and check (plan_check.hpp).
   const PlanError err = check_plan(r.in.cluster, r.in.model, r.in.job, r.plan);
   if (err != PlanError::none) throw_plan_error(err, r);
-  // --hosts (a file or a Slurm host list), else the cluster file's hosts (Slurm's order), which
-  // name servers: they serve when each server is one host.
+  // --hosts (a file or a Slurm host list), else the cluster file's names: its hosts (Slurm's
+  // order) where each server is one host, its compute_hosts where servers are several.
   const ClusterSpec& spec = r.in.cluster.spec();
   const bool split = r.in.cluster.hosts_split_servers();
+  const int count = host_count(r.in.cluster);
+  const std::vector<std::string>& named = split ? spec.compute_hosts : spec.hosts;
   std::vector<std::string> hosts;
   if (!a.hosts_file.empty()) {
-    hosts = load_hosts(a.hosts_file, host_count(r.in.cluster), split ? "host" : "server");
-  } else if (!spec.hosts.empty() && !split) {
-    if (static_cast<int>(spec.hosts.size()) < spec.nodes)
+    hosts = load_hosts(a.hosts_file, count, split ? "host" : "server");
+  } else if (!named.empty()) {
+    if (static_cast<int>(named.size()) < count)
       throw_input("--nodes", "",
-                  fmt::format("{} servers, but the cluster file names {} hosts: pass --hosts",
-                              spec.nodes, spec.hosts.size()));
-    hosts.assign(spec.hosts.begin(), spec.hosts.begin() + spec.nodes);
+                  fmt::format("{} {}, but the cluster file names {} hosts: pass --hosts", count,
+                              split ? "hosts" : "servers", named.size()));
+    hosts.assign(named.begin(), named.begin() + count);
   }
   RankTable table = build_rank_table(r.in.cluster, r.mapping, std::move(hosts));
   const RunContext ctx = r.in.run();

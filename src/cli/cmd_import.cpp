@@ -180,7 +180,11 @@ Runner register_import(CLI::App& cmd) {
   slurm->cmd = cmd.add_subcommand(
       "slurm-topology",
       "the tiers above the servers, and the host order, from Slurm's topology.conf");
-  slurm->cmd->add_option("file", slurm->file, "topology.conf (SwitchName=... Nodes=/Switches=...)")
+  slurm->cmd
+      ->add_option("file", slurm->file,
+                   "topology.conf: SwitchName=... Nodes=/Switches=... (tree), or BlockName=... "
+                   "Nodes=... (block: one NVLink domain each, with --cluster gb200-nvl72 or "
+                   "gb300-nvl72)")
       ->required();
   slurm->cmd
       ->add_option("--cluster", slurm->cluster,

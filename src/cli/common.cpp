@@ -159,7 +159,8 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
   cmd.add_option("--exclude", o.exclude,
                  "GPUs that are down: SERVER or SERVER:GPU, comma-separated (SERVER a host name "
-                 "or an index from 0), e.g. node07:3,node12; plans place ranks around them");
+                 "or an index from 0; on NVL72 racks also a tray from compute_hosts, its GPUs "
+                 "0-3), e.g. node07:3,node12; plans place ranks around them");
   cmd.add_option("--memory-headroom", o.memory_headroom,
                  "fraction of GPU memory a plan must leave free (0-0.9)")
       ->capture_default_str();

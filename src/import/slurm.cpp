@@ -131,25 +131,33 @@ std::vector<SlurmSwitch> parse_slurm_topology(const std::string& text, const std
     s.line = n;
     const std::string where = fmt::format("{}: line {}", source, n);
     for (std::string w; words >> w;) {
+      // Names become JSON strings (hosts): printable ASCII only, as host names are.
+      require_printable_ascii(w, source, fmt::format("line {}", n));
       const auto eq = w.find('=');
       if (eq == std::string::npos)
         throw_input(source, fmt::format("line {}", n),
                     fmt::format("expected Key=Value, got '{}'", w));
       const std::string key = lower(w.substr(0, eq)), value = w.substr(eq + 1);
       if (key == "switchname") s.name = value;
+      if (key == "blockname") s.name = value, s.block = true;
       if (key == "nodes") s.nodes = expand_hostlist(value, where);
       if (key == "switches") s.switches = expand_hostlist(value, where);
     }
     if (s.name.empty() && (s.nodes.size() + s.switches.size()) == 0) continue;
     if (s.name.empty())
-      throw_input(source, fmt::format("line {}", n), "expected SwitchName=... first on the line");
+      throw_input(source, fmt::format("line {}", n),
+                  "expected SwitchName=... or BlockName=... first on the line");
+    if (s.block && (s.nodes.empty() || !s.switches.empty()))
+      throw_input(source, fmt::format("line {}", n),
+                  fmt::format("block {}: expected Nodes=... and no Switches=...", s.name));
     if (s.nodes.empty() == s.switches.empty())
       throw_input(source, fmt::format("line {}", n),
                   fmt::format("switch {}: expected Nodes=... (a leaf) or Switches=..., one of them",
                               s.name));
     out.push_back(std::move(s));
   }
-  if (out.empty()) throw_input(source, "", "expected SwitchName=... lines (topology.conf)");
+  if (out.empty())
+    throw_input(source, "", "expected SwitchName=... or BlockName=... lines (topology.conf)");
   return out;
 }
 
@@ -204,8 +212,66 @@ std::vector<int> level_fanouts(const std::vector<SlurmSwitch>& tree, const Tree&
 
 }  // namespace
 
+namespace {
+
+/// BlockName lines: one server of `base` per block, the block's nodes its hosts.
+ClusterSpec cluster_from_blocks(const std::vector<SlurmSwitch>& lines, const ClusterSpec& base,
+                                const std::string& source) {
+  const int per_server = base.tiers[0].fanout, per_host = base.gpus_per_host;
+  if (per_host <= 0 || per_host >= per_server || per_server % per_host)
+    throw_input(source, "",
+                fmt::format("BlockName lines name the hosts of NVLink domains: expected a "
+                            "--cluster whose servers are several hosts (server.gpus_per_host, as "
+                            "gb200-nvl72), got {} ({} GPUs per server, one host each)",
+                            base.name, per_server));
+  const int hosts_per_server = per_server / per_host;
+  ClusterSpec out = base;
+  out.hosts.clear();
+  out.compute_hosts.clear();
+  out.server_groups.clear();
+  out.down.clear();
+  std::set<std::string> names, blocks;
+  for (const auto& b : lines) {
+    if (!b.block) continue;
+    if (!blocks.insert(b.name).second)
+      throw_input(source, fmt::format("line {}", b.line),
+                  fmt::format("block {} is defined twice", b.name));
+    const int n = static_cast<int>(b.nodes.size());
+    if (n > hosts_per_server)
+      throw_input(source, fmt::format("line {}", b.line),
+                  fmt::format("block {} holds {} hosts, more than the {} of a {} server", b.name, n,
+                              hosts_per_server, base.name));
+    const int server = static_cast<int>(out.hosts.size());
+    out.hosts.push_back(b.name);
+    for (int k = 0; k < hosts_per_server; ++k) {
+      const std::string h =
+          k < n ? b.nodes[static_cast<std::size_t>(k)] : fmt::format("absent-{}-{}", b.name, k - n);
+      if (!names.insert(h).second || h == b.name)
+        throw_input(source, fmt::format("line {}", b.line),
+                    fmt::format("host {} is named twice (blocks and hosts)", h));
+      out.compute_hosts.push_back(h);
+      for (int g = 0; k >= n && g < per_host; ++g)
+        out.down.push_back(server * per_server + k * per_host + g);
+    }
+  }
+  if (blocks.size() < lines.size())
+    warn_input(source, "",
+               "SwitchName lines are not used beside BlockName lines: the tiers above the "
+               "NVLink domains are --cluster's");
+  for (const auto& h : out.hosts)
+    if (names.count(h)) throw_input(source, "", fmt::format("block {} is also a host's name", h));
+  out.nodes = static_cast<int>(out.hosts.size());
+  out.source = "imported from Slurm topology.conf blocks (" + source + "); servers and links as " +
+               base.name;
+  return out;
+}
+
+}  // namespace
+
 ClusterSpec cluster_from_slurm(const std::vector<SlurmSwitch>& tree, const ClusterSpec& base,
                                const std::string& source) {
+  if (std::any_of(tree.begin(), tree.end(), [](const SlurmSwitch& s) { return s.block; }))
+    return cluster_from_blocks(tree, base, source);
   const Tree t = index_tree(tree, source);
   std::set<std::string> below;
   for (const auto& s : tree) below.insert(s.switches.begin(), s.switches.end());

@@ -5,6 +5,7 @@
 /// up to kFuzzRunNodes servers predicted).
 /// A parser may reject its input (InputError) but never crash, leak, hang or throw anything
 /// else; what it accepts is also validated the way the CLI would (Cluster, Model).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -86,10 +87,17 @@ void parse(const std::string& text) {
   } else if (parser == "nvidia_smi") {
     (void)parse_nvidia_smi_topo(text, "topo.txt");
   } else if (parser == "slurm") {
-    const ClusterSpec s = cluster_from_slurm(parse_slurm_topology(text, "topology.conf"),
-                                             load_cluster("dgx-h100", "fuzz"), "topology.conf");
+    // Switch trees on 8-GPU servers; block files (NVLink domains) on NVL72 racks, whose servers
+    // are several hosts, and back through the cluster file's reader.
+    const auto lines = parse_slurm_topology(text, "topology.conf");
+    const bool blocks =
+        std::any_of(lines.begin(), lines.end(), [](const SlurmSwitch& s) { return s.block; });
+    const ClusterSpec s = cluster_from_slurm(
+        lines, load_cluster(blocks ? "gb200-nvl72" : "dgx-h100", "fuzz"), "topology.conf");
     const Cluster c(s, "topology.conf");
     (void)c.gpu_count();
+    if (blocks)
+      (void)parse_cluster_json(cluster_json(s), "back.json", [&s](auto&&...) { return s.gpu; });
   } else if (parser == "nccl_xml") {
     (void)parse_nccl_topo_xml(text, "topo.xml");
   } else if (parser == "runs") {
