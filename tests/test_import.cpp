@@ -396,6 +396,9 @@ TEST_CASE("Slurm block topology: each block an NVL72 rack, its nodes the rack's 
   // error, exit 3, for the tree format too).
   CHECK(message("BlockName=r Nodes=n\xff[1-2]", base) ==
         "t.conf: line 1: expected printable ASCII, got byte 0xFF");
+  std::string many;  // 14,564 racks of 72 GPUs are past the 2^20 GPUs a cluster may hold
+  for (int k = 0; k < 14564; ++k) many += fmt::format("BlockName=b{} Nodes=n{}\n", k, k);
+  CHECK(message(many, base) == "t.conf: line 14564: more than 1048576 GPUs in the blocks");
   CHECK(message("BlockName=r Nodes=n[1-19]", base) ==
         "t.conf: line 1: block r holds 19 hosts, more than the 18 of a gb200-nvl72 server");
   CHECK(message("BlockName=r Nodes=n[1-2]\nBlockName=r Nodes=n[3-4]", base) ==

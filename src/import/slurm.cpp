@@ -210,10 +210,6 @@ std::vector<int> level_fanouts(const std::vector<SlurmSwitch>& tree, const Tree&
   return fanout;
 }
 
-}  // namespace
-
-namespace {
-
 /// BlockName lines: one server of `base` per block, the block's nodes its hosts.
 ClusterSpec cluster_from_blocks(const std::vector<SlurmSwitch>& lines, const ClusterSpec& base,
                                 const std::string& source) {
@@ -242,6 +238,10 @@ ClusterSpec cluster_from_blocks(const std::vector<SlurmSwitch>& lines, const Clu
                   fmt::format("block {} holds {} hosts, more than the {} of a {} server", b.name, n,
                               hosts_per_server, base.name));
     const int server = static_cast<int>(out.hosts.size());
+    // Bounded before the padding is built: a file of one-node blocks would otherwise pad each.
+    if ((std::int64_t{server} + 1) * per_server > Cluster::kMaxGpus)
+      throw_input(source, fmt::format("line {}", b.line),
+                  fmt::format("more than {} GPUs in the blocks", Cluster::kMaxGpus));
     out.hosts.push_back(b.name);
     for (int k = 0; k < hosts_per_server; ++k) {
       const std::string h =
