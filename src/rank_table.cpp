@@ -13,9 +13,7 @@
 
 namespace topoplan {
 
-int host_count(const Cluster& c) {
-  return c.spec().nodes * (c.gpus_per_server() / c.gpus_per_host());
-}
+int host_count(const Cluster& c) { return c.spec().nodes * hosts_per_server(c.spec()); }
 
 RankTable build_rank_table(const Cluster& c, const Mapping& m, std::vector<std::string> hosts) {
   RankTable t;

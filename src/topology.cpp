@@ -83,14 +83,13 @@ void read_hosts(const detail::JsonCursor& c, ClusterSpec& s) {
   }
   if (!c.has("compute_hosts")) return;
   const auto list = c.at("compute_hosts");
-  const int per_server = s.tiers[0].fanout;
-  if (s.gpus_per_host <= 0 || s.gpus_per_host >= per_server || per_server % s.gpus_per_host)
+  if (hosts_per_server(s) == 1)
     list.fail_here(
         fmt::format("expected only where server.gpus_per_host divides a server's {} "
                     "GPUs into several hosts",
-                    per_server));
+                    s.tiers[0].fanout));
   s.compute_hosts = read_names(list, seen);
-  const std::int64_t want = std::int64_t{s.nodes} * (per_server / s.gpus_per_host);
+  const std::int64_t want = std::int64_t{s.nodes} * hosts_per_server(s);
   if (static_cast<std::int64_t>(s.compute_hosts.size()) < want)
     list.fail_here(fmt::format("expected a host per {} GPUs ({}), got {}", s.gpus_per_host, want,
                                s.compute_hosts.size()));

@@ -95,6 +95,15 @@ struct ClusterSpec {
   std::vector<int> down;
 };
 
+/// Hosts per server: the server's GPUs over gpus_per_host where that divides them into several
+/// hosts (an NVL72 rack's 18 trays), else 1. The one rule the cluster reader, the Slurm block
+/// import and the launcher files' host count share.
+[[nodiscard]] inline int hosts_per_server(const ClusterSpec& s) {
+  const int per_server = s.tiers.empty() ? 0 : s.tiers[0].fanout, per_host = s.gpus_per_host;
+  return per_host > 0 && per_host < per_server && per_server % per_host == 0 ? per_server / per_host
+                                                                             : 1;
+}
+
 /// Group shapes a cluster has already walked (mapping.cpp): shared by a cluster's copies.
 struct ShapeMemo;
 [[nodiscard]] std::shared_ptr<ShapeMemo> make_shape_memo();
@@ -118,7 +127,7 @@ class Cluster {
     return spec_.gpus_per_host > 0 ? spec_.gpus_per_host : gpus_per_server();
   }
   /// True when a server is several hosts (an NVL72 rack's trays): hosts, not servers, are named.
-  [[nodiscard]] bool hosts_split_servers() const { return gpus_per_host() < gpus_per_server(); }
+  [[nodiscard]] bool hosts_split_servers() const { return hosts_per_server(spec_) > 1; }
   [[nodiscard]] int tier_count() const { return tier_count_; }
   [[nodiscard]] const std::string& tier_name(int k) const { return spec_.tiers[k].name; }
   /// GPUs in one tier-k domain (at most the whole cluster).

@@ -214,13 +214,13 @@ std::vector<int> level_fanouts(const std::vector<SlurmSwitch>& tree, const Tree&
 ClusterSpec cluster_from_blocks(const std::vector<SlurmSwitch>& lines, const ClusterSpec& base,
                                 const std::string& source) {
   const int per_server = base.tiers[0].fanout, per_host = base.gpus_per_host;
-  if (per_host <= 0 || per_host >= per_server || per_server % per_host)
+  const int hosts_per_server = topoplan::hosts_per_server(base);
+  if (hosts_per_server == 1)
     throw_input(source, "",
                 fmt::format("BlockName lines name the hosts of NVLink domains: expected a "
                             "--cluster whose servers are several hosts (server.gpus_per_host, as "
                             "gb200-nvl72), got {} ({} GPUs per server, one host each)",
                             base.name, per_server));
-  const int hosts_per_server = per_server / per_host;
   ClusterSpec out = base;
   out.hosts.clear();
   out.compute_hosts.clear();
