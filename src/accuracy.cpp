@@ -31,12 +31,12 @@ AccuracyBand measure(const Regime& want) {
   for (int level = 0; level < 4; ++level) {
     std::vector<CalibrationResult> picked;
     for (const auto& r : rows)
-      if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.fp8 == want.fp8) &&
+      if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.precision == want.precision) &&
           (level >= 3 || r.moe == want.moe))
         picked.push_back(r);
     out.basis = to_string(want.kind);
     if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
-    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, precision_name(want.fp8));
+    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, precision_name(want.precision));
     if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;
@@ -49,9 +49,9 @@ AccuracyBand measure(const Regime& want) {
 AccuracyBand accuracy_band(const Regime& r, const Calibration& cal) {
   if (!is_builtin(cal)) return {};
   static std::mutex mu;
-  static std::map<std::tuple<RunKind, Arch, bool, bool>, AccuracyBand> cache;
+  static std::map<std::tuple<RunKind, Arch, Precision, bool>, AccuracyBand> cache;
   const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(r.kind, r.arch, r.fp8, r.moe);
+  const auto key = std::make_tuple(r.kind, r.arch, r.precision, r.moe);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, measure(r)).first;
   return it->second;

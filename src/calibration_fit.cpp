@@ -16,6 +16,8 @@ std::vector<FittedConstant> default_fitted_constants() {
           {"gemm_efficiency.hopper", 0, 0, 0.4, 0.9},
           {"gemm_efficiency_fp8.hopper", 0, 0, 0.2, 0.9},
           {"gemm_efficiency_fp8.blackwell_ultra", 0, 0, 0.2, 0.9},
+          {"gemm_efficiency_fp4.blackwell", 0, 0, 0.1, 0.9},
+          {"gemm_efficiency_fp4.blackwell_ultra", 0, 0, 0.1, 0.9},
           {"attention_efficiency_fa2.hopper", 0, 0, 0.2, 0.8},
           {"elementwise_hidden_passes", 0, 0, 8, 11},
           {"decode_layer_overhead_us", 0, 0, 0, 200},

@@ -70,8 +70,9 @@ void predict_inference(const detail::JsonCursor& r, const Cluster& c, const Mode
   j.prompt_len = w.positive_int("prompt_len");
   j.output_len = w.positive_int("output_len");
   j.batch = w.positive_int("batch");
-  j.weight_dtype = parse_dtype(w.string("weight_dtype"), r.source());
-  j.kv_dtype = w.has("kv_dtype") ? parse_dtype(w.string("kv_dtype"), r.source()) : j.weight_dtype;
+  j.weight_dtype = parse_serving_dtype(w.string("weight_dtype"), r.source());
+  j.kv_dtype =
+      w.has("kv_dtype") ? parse_serving_dtype(w.string("kv_dtype"), r.source()) : j.weight_dtype;
   if (w.has("runtime")) j.runtime = parse_runtime(w.string("runtime"), r.source());
   auto pc = r.at("plan");
   Plan p;
@@ -158,8 +159,8 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   const Candidate* best =
       res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr) : &res.top.front();
   if (!best)
-    pc.fail_here(
-        fmt::format("no plan with these settings runs {} on {} GPUs", m.spec.name, c.gpu_count()));
+    pc.fail_here(fmt::format("no plan with these settings runs {} on {} GPUs", m.spec.name,
+                             j.gpus > 0 ? j.gpus : c.gpu_count()));
   const Evaluation& e = best->eval;
   const double tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
   const double gpus = static_cast<double>(best->plan.world());  // those the run used
@@ -195,7 +196,17 @@ constexpr std::array<const char*, 3> kRunKindNames{"training", "inference", "col
 
 const char* to_string(RunKind k) { return detail::name_of(kRunKindNames, k); }
 
-const char* precision_name(bool fp8) { return fp8 ? "fp8" : "16-bit"; }
+namespace {
+constexpr std::array<const char*, 3> kPrecisionNames{"16-bit", "fp8", "nvfp4"};
+}  // namespace
+
+const char* precision_name(Precision p) { return detail::name_of(kPrecisionNames, p); }
+
+Precision precision_of(Dtype d) {
+  return d == Dtype::fp8     ? Precision::fp8
+         : d == Dtype::nvfp4 ? Precision::nvfp4
+                             : Precision::bits16;
+}
 
 const RunCorpus& builtin_runs() {
   static const RunCorpus corpus = embedded_runs();
@@ -247,8 +258,10 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
   check_metric(r.at("measured"), res.kind);
   cs = run_cluster_spec(r);
   res.arch = cs.gpu.arch;
-  if (res.kind == RunKind::training) res.fp8 = r.at("job").string("dtype") == "fp8";
-  if (res.kind == RunKind::inference) res.fp8 = r.at("inference").string("weight_dtype") == "fp8";
+  if (res.kind == RunKind::training)
+    res.precision = precision_of(parse_dtype(r.at("job").string("dtype"), r.source()));
+  if (res.kind == RunKind::inference)
+    res.precision = precision_of(parse_dtype(r.at("inference").string("weight_dtype"), r.source()));
   if (res.kind != RunKind::collective) m = run_model(r);
   res.moe = m && m->spec.moe();
   return res;
@@ -417,7 +430,7 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                       {"family", x.family},
                       {"kind", to_string(x.kind)},
                       {"arch", to_string(x.arch)},
-                      {"precision", precision_name(x.fp8)},
+                      {"precision", precision_name(x.precision)},
                       {"moe", x.moe}});
     j["runs"] = rows;
     return j.dump(2) + "\n";

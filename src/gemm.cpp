@@ -60,16 +60,43 @@ LinearPassTimes fp8_linear_pass_times(Arch a, const Model& m, double tp, double 
   return {flat, flat, flat};
 }
 
-double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+LinearPassTimes nvfp4_linear_pass_times(double rate, double size) {
+  const double flat = 1.0 / (rate * size);
+  return {flat, flat, flat};
+}
+
+namespace {
+
+/// Elements per token per layer on one GPU that are cast both ways (`both`) and that are only
+/// transposed (`transposed`).
+struct CastElements {
+  double both = 0;
+  double transposed = 0;
+};
+
+CastElements cast_elements(const Model& m, double tp) {
   const auto w = layer_weights(m, tp);
   // Cast and transposed: the attention output (the projection's input) and every GEMM's output
   // gradient; the hidden-width ones are whole rows on every GPU (sequence parallelism gathers
   // them). Transposed only: the inputs a norm (QKV, MLP input) or the activation (MLP output)
   // already wrote in FP8.
-  double cast_transposed = w[1].in;
-  for (const auto& x : w) cast_transposed += x.out;
-  const double transposed = w[0].in + w[2].in + w[3].in;
-  return cal.fp8_cast_transpose_bytes * cast_transposed + cal.fp8_transpose_bytes * transposed;
+  CastElements e;
+  e.both = w[1].in;
+  for (const auto& x : w) e.both += x.out;
+  e.transposed = w[0].in + w[2].in + w[3].in;
+  return e;
+}
+
+}  // namespace
+
+double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+  const CastElements e = cast_elements(m, tp);
+  return cal.fp8_cast_transpose_bytes * e.both + cal.fp8_transpose_bytes * e.transposed;
+}
+
+double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+  const CastElements e = cast_elements(m, tp);
+  return cal.nvfp4_cast_transpose_bytes * e.both + cal.nvfp4_requantize_bytes * e.transposed;
 }
 
 }  // namespace topoplan

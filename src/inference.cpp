@@ -24,6 +24,15 @@ constexpr std::array<const char*, kRuntimes> kRuntimeNames{"tensorrt-llm", "fast
                                                            "fastertransformer-triton"};
 }  // namespace
 
+Dtype parse_serving_dtype(const std::string& s, const std::string& what) {
+  const Dtype d = parse_dtype(s, what);
+  if (d == Dtype::nvfp4)
+    throw_input(what, "",
+                "expected bf16, fp16 or fp8 when serving, got 'nvfp4' (a training format here: "
+                "FP4 serving is not modelled)");
+  return d;
+}
+
 Runtime parse_runtime(const std::string& s, const std::string& what) {
   for (int i = 0; i < kRuntimes; ++i)
     if (s == kRuntimeNames[i]) return static_cast<Runtime>(i);

@@ -13,16 +13,19 @@ double dtype_bytes(Dtype d) {
     case Dtype::bf16:
     case Dtype::fp16: return 2.0;
     case Dtype::fp8: return 1.0;
+    case Dtype::nvfp4: return kNvfp4BytesPerElement;
   }
   return 2.0;
 }
 
+bool low_precision_linear(Dtype d) { return d == Dtype::fp8 || d == Dtype::nvfp4; }
+
 double activation_bytes(const JobSpec& j) {
-  return j.dtype == Dtype::fp8 ? 2.0 : dtype_bytes(j.dtype);
+  return low_precision_linear(j.dtype) ? 2.0 : dtype_bytes(j.dtype);
 }
 
 namespace {
-constexpr std::array<const char*, 3> kDtypeNames{"bf16", "fp16", "fp8"};
+constexpr std::array<const char*, 4> kDtypeNames{"bf16", "fp16", "fp8", "nvfp4"};
 }  // namespace
 
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }
@@ -52,6 +55,10 @@ void validate(const JobSpec& j, const GpuSpec& gpu) {
     throw_input(
         "dtype", "",
         fmt::format("fp8 training needs FP8 tensor cores; {} has none (fp8_TFLOPs)", gpu.name));
+  if (j.dtype == Dtype::nvfp4 && !(gpu.peak_flops_fp4 > 0))
+    throw_input(
+        "dtype", "",
+        fmt::format("nvfp4 training needs FP4 tensor cores; {} has none (fp4_TFLOPs)", gpu.name));
 }
 
 }  // namespace topoplan

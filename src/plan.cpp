@@ -20,13 +20,19 @@ const char* to_string(Dim d) { return detail::name_of(kDimNames, d); }
 std::int64_t StageLayers::max() const { return std::max({first, middle, last}); }
 
 std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp, bool flexible) {
-  if (pp < 1 || vpp < 1 || layers < static_cast<std::int64_t>(pp) * vpp) return std::nullopt;
-  if (flexible && vpp > 1 && pp > 1) {
+  const bool layout = flexible && vpp > 1 && pp > 1;
+  // A layout may leave the embedding's chunk and the loss's without layers.
+  if (pp < 1 || vpp < 1 || layers + (layout ? 2 : 0) < static_cast<std::int64_t>(pp) * vpp)
+    return std::nullopt;
+  if (layout) {
     // The split without a layout string when there is one (its first stage is the lighter),
     // else the vpp-1 split.
     if (auto classic = pipeline_split(layers, pp, vpp)) return classic;
+    // The first and last stages may leave one chunk to the embedding or the loss alone (as
+    // Megatron-core's layout counts them: llama 3.1 405B's 126 layers at pp 16, vpp 8).
     auto s = pipeline_split(layers, pp, 1);
-    if (!s || s->first < vpp || s->last < vpp || (pp > 2 && s->middle < vpp)) return std::nullopt;
+    if (!s || s->first < vpp - 1 || s->last < vpp - 1 || (pp > 2 && s->middle < vpp))
+      return std::nullopt;
     return s;
   }
   if (layers % (static_cast<std::int64_t>(pp) * vpp) == 0) {
@@ -77,7 +83,9 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
     if (static_cast<int>(p.stage_layers.size()) != pp) return std::nullopt;
     for (std::size_t i = 0; i < p.stage_layers.size(); ++i) {
       const std::int64_t n = p.stage_layers[i];
-      if (n < v || (!p.flexible_layout && n % v != 0)) return std::nullopt;
+      const bool end = i == 0 || i + 1 == p.stage_layers.size();
+      if (n < (p.flexible_layout && end ? v - 1 : v) || (!p.flexible_layout && n % v != 0))
+        return std::nullopt;
       sum += n;
       if (i > 0 && i + 1 < p.stage_layers.size()) middle = std::max(middle, n);
     }
@@ -87,9 +95,11 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)
     return pipeline_split(layers, pp, p.vpp, p.flexible_layout);
   const std::int64_t f = p.first_stage_layers, l = p.last_stage_layers, v = p.vpp;
-  // Each stage's layers: a multiple of vpp, or (flexible layout) at least vpp.
+  // Each stage's layers: a multiple of vpp, or (flexible layout) at least vpp, the first and last
+  // at least vpp - 1 (one chunk the embedding's or the loss's alone).
   auto fits = [&](std::int64_t n) { return p.flexible_layout ? n >= v : n >= v && n % v == 0; };
-  if (pp < 2 || !fits(f) || !fits(l)) return std::nullopt;
+  auto end_fits = [&](std::int64_t n) { return fits(n) || (p.flexible_layout && n == v - 1); };
+  if (pp < 2 || !end_fits(f) || !end_fits(l)) return std::nullopt;
   if (pp == 2) {
     if (f + l != layers) return std::nullopt;
     return StageLayers{f, 0, l};

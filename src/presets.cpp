@@ -80,7 +80,7 @@ bool is_preset(const ClusterSpec& s) {
     if (p.tiers[k].link != s.tiers[k].link) return false;
   return fingerprint(Cluster(p, "preset")) == fingerprint(Cluster(s, "cluster")) &&
          p.gpu.arch == s.gpu.arch && p.gpu.peak_flops_fp8 == s.gpu.peak_flops_fp8 &&
-         p.gpus_per_host == s.gpus_per_host;
+         p.gpu.peak_flops_fp4 == s.gpu.peak_flops_fp4 && p.gpus_per_host == s.gpus_per_host;
 }
 
 bool is_preset(const ModelSpec& s) {

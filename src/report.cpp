@@ -35,14 +35,14 @@ std::string pct(double part, double whole) {
 }  // namespace
 
 AccuracyBand detail::band_for(const RunContext& ctx) {
-  return accuracy_band({RunKind::training, ctx.cluster.gpu().arch, ctx.job.dtype == Dtype::fp8,
+  return accuracy_band({RunKind::training, ctx.cluster.gpu().arch, precision_of(ctx.job.dtype),
                         ctx.model.spec.moe()},
                        ctx.cal);
 }
 
 AccuracyBand detail::band_for(const InferenceContext& ctx) {
   return accuracy_band({RunKind::inference, ctx.cluster.gpu().arch,
-                        ctx.job.weight_dtype == Dtype::fp8, ctx.model.spec.moe()},
+                        precision_of(ctx.job.weight_dtype), ctx.model.spec.moe()},
                        ctx.cal);
 }
 

@@ -86,15 +86,16 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
                          (m.spec.gated_mlp ? h / sp_div : 0.0);
     return 2.0 * tokens * saved;
   }
-  const bool fp8 = j.dtype == Dtype::fp8;
-  // Two norm inputs, the QKV and FC1 inputs (2 bytes each, 1 for the FP8 ones), two masks.
-  const double replicated =
-      ((fp8 ? 6.0 : 8.0) + (m.spec.dropout ? 2.0 : 0.0)) * tokens * h / sp_div;
-  // Q, K, V and the attention output; FC1's output(s) and FC2's input.
-  const double fc2_in = fp8 ? 1.0 : 2.0;
+  // fp8 and nvfp4 training save the linear layers' quantized inputs (1 byte, or NVFP4's 0.5625).
+  const bool low = low_precision_linear(j.dtype);
+  const double q = low ? dtype_bytes(j.dtype) : 2.0;
+  // Two norm inputs, the QKV and FC1 inputs (2 bytes each, q for the quantized ones), two masks.
+  const double replicated = (4.0 + 2.0 * q + (m.spec.dropout ? 2.0 : 0.0)) * tokens * h / sp_div;
+  // Q, K, V and the attention output (again quantized, as the projection's input); FC1's
+  // output(s) and FC2's input.
   const double sharded = tokens *
-                         ((fp8 ? 5 : 4) * k.q_dim + 4 * k.kv_dim +
-                          ((m.spec.gated_mlp ? 4 : 2) + fc2_in) * k.active_ffn) /
+                         ((low ? 4.0 + q : 4.0) * k.q_dim + 4 * k.kv_dim +
+                          ((m.spec.gated_mlp ? 4 : 2) + q) * k.active_ffn) /
                          t;
   double scores = 0;
   if (r == Recompute::none && !j.flash_attention)

@@ -28,14 +28,15 @@ E parse_named(const detail::JsonCursor& c, std::string_view key,
 }
 
 GpuSpec gpu_from(const detail::JsonCursor& c) {
-  c.warn_unknown_keys(
-      {"name", "arch", "bf16_TFLOPs", "fp8_TFLOPs", "memory_GiB", "hbm_TBps", "host_link_GBps"});
+  c.warn_unknown_keys({"name", "arch", "bf16_TFLOPs", "fp8_TFLOPs", "fp4_TFLOPs", "memory_GiB",
+                       "hbm_TBps", "host_link_GBps"});
   GpuSpec g;
   g.name = c.string("name");
   g.arch = parse_named<Arch>(c, "arch", kArchNames);
   // Physical ranges, a million times past today's parts either way.
   g.peak_flops = units::from_TFLOPs(c.number_in("bf16_TFLOPs", 1e-3, 1e6));
   g.peak_flops_fp8 = units::from_TFLOPs(c.number_in_or("fp8_TFLOPs", 0, 1e6, 0));
+  g.peak_flops_fp4 = units::from_TFLOPs(c.number_in_or("fp4_TFLOPs", 0, 1e6, 0));
   g.memory_bytes = units::from_GiB(c.number_in("memory_GiB", 1e-3, 1e6));
   g.hbm_bandwidth = units::from_TBps(c.number_in("hbm_TBps", 1e-6, 1e4));
   g.host_link_bandwidth = units::from_GBps(c.number_in_or("host_link_GBps", 0, 1e6, 0));
@@ -168,9 +169,10 @@ nlohmann::ordered_json gpu_json(const GpuSpec& g) {
   nlohmann::ordered_json out{{"name", g.name},
                              {"arch", to_string(g.arch)},
                              {"bf16_TFLOPs", units::to_TFLOPs(g.peak_flops)},
-                             {"fp8_TFLOPs", units::to_TFLOPs(g.peak_flops_fp8)},
-                             {"memory_GiB", units::to_GiB(g.memory_bytes)},
-                             {"hbm_TBps", units::to_TBps(g.hbm_bandwidth)}};
+                             {"fp8_TFLOPs", units::to_TFLOPs(g.peak_flops_fp8)}};
+  if (g.peak_flops_fp4 > 0) out["fp4_TFLOPs"] = units::to_TFLOPs(g.peak_flops_fp4);
+  out["memory_GiB"] = units::to_GiB(g.memory_bytes);
+  out["hbm_TBps"] = units::to_TBps(g.hbm_bandwidth);
   if (g.host_link_bandwidth > 0) out["host_link_GBps"] = units::to_GBps(g.host_link_bandwidth);
   return out;
 }

@@ -98,18 +98,19 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   const auto rows = run_calibration(Calibration{});
   // Recount by hand what accuracy_band states for one regime: held-back, checked, same kind,
   // architecture, precision and model type (dense or with experts).
-  auto by_hand = [&](RunKind k, Arch a, std::optional<bool> fp8, bool moe = false) {
+  auto by_hand = [&](RunKind k, Arch a, std::optional<Precision> pr, bool moe = false) {
     std::vector<CalibrationResult> picked;
     for (const auto& r : rows)
-      if (r.held_out && r.checked && r.kind == k && r.arch == a && (!fp8 || r.fp8 == *fp8) &&
+      if (r.held_out && r.checked && r.kind == k && r.arch == a && (!pr || r.precision == *pr) &&
           r.moe == moe)
         picked.push_back(r);
     return summarize(picked).all;
   };
-  const AccuracyBand h = accuracy_band({RunKind::training, Arch::hopper, true}, Calibration{});
+  const AccuracyBand h =
+      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8}, Calibration{});
   REQUIRE(h.measured);
   CHECK(h.basis == "training, hopper, fp8, dense");
-  const ErrorSummary want = by_hand(RunKind::training, Arch::hopper, true);
+  const ErrorSummary want = by_hand(RunKind::training, Arch::hopper, Precision::fp8);
   CHECK(h.held_out.runs == want.runs);
   CHECK(h.held_out.mean == Approx(want.mean));
   CHECK(h.held_out.worst == Approx(want.worst));
@@ -117,16 +118,17 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   // An MoE model is measured on the MoE rows alone (DeepSeek-V3, the Qwen3 MoE rows), not on
   // the dense ones: a different error.
   const AccuracyBand moe =
-      accuracy_band({RunKind::training, Arch::hopper, true, true}, Calibration{});
+      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8, true}, Calibration{});
   CHECK(moe.basis == "training, hopper, fp8, MoE");
-  const ErrorSummary want_moe = by_hand(RunKind::training, Arch::hopper, true, true);
+  const ErrorSummary want_moe = by_hand(RunKind::training, Arch::hopper, Precision::fp8, true);
   CHECK(moe.held_out.runs == want_moe.runs);
   CHECK(moe.held_out.runs >= kMinBandRuns);
   CHECK(moe.held_out.worst == Approx(want_moe.worst));
   CHECK(moe.held_out.mean != Approx(h.held_out.mean));
   // Inference on Blackwell: no such held-back run, so the band widens to every dense inference
   // run (all of them are dense).
-  const AccuracyBand b = accuracy_band({RunKind::inference, Arch::blackwell, true}, Calibration{});
+  const AccuracyBand b =
+      accuracy_band({RunKind::inference, Arch::blackwell, Precision::fp8}, Calibration{});
   CHECK(by_hand(RunKind::inference, Arch::blackwell, std::nullopt).runs < kMinBandRuns);
   CHECK(b.basis == "inference, dense");
   int inference = 0;
@@ -136,7 +138,7 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   Calibration other;
   other.hbm_efficiency = 0.7;
   CHECK_FALSE(is_builtin(other));
-  CHECK_FALSE(accuracy_band({RunKind::training, Arch::hopper, true}, other).measured);
+  CHECK_FALSE(accuracy_band({RunKind::training, Arch::hopper, Precision::fp8}, other).measured);
   CHECK(is_builtin(Calibration{}));
 }
 
@@ -175,7 +177,8 @@ TEST_CASE("calibrate --fit looks only at the fit rows, and the built-in constant
 TEST_CASE(
     "Blackwell Ultra's FP8 efficiency is the fit on GB300 fit rows; the 25.11 rows are held back") {
   const auto gb300 = [](const CalibrationResult& r) {
-    return r.family == "Megatron-Bridge" && r.name.find("GB300") != std::string::npos;
+    return r.family == "Megatron-Bridge" && r.name.find("GB300") != std::string::npos &&
+           r.precision == Precision::fp8;
   };
   int fit = 0, held = 0;
   for (const auto& r : run_calibration_where(Calibration{}, gb300)) {
@@ -199,6 +202,49 @@ TEST_CASE(
   CHECK(f.constants[0].constrained);
   CHECK(f.constants[0].value == Approx(Calibration{}.gemm_efficiency_fp8[u]).epsilon(0.01));
   CHECK(Calibration{}.gemm_efficiency_fp8[u] > Calibration{}.gemm_efficiency_fp8[b]);
+}
+
+TEST_CASE("NVFP4's efficiencies are fitted on one 405B row per architecture, checked elsewhere") {
+  const RowFilter nvfp4 = [](const CalibrationResult& r) {
+    return r.precision == Precision::nvfp4;
+  };
+  const auto rows = run_calibration_where(Calibration{}, nvfp4);
+  int fit = 0, mlperf = 0;
+  std::vector<CalibrationResult> held;
+  for (const auto& r : rows) {
+    CHECK((r.arch == Arch::blackwell || r.arch == Arch::blackwell_ultra));
+    if (!r.held_out) {
+      ++fit;
+      CHECK(r.family == "Megatron-Bridge");
+      CHECK_THAT(r.name, Catch::Contains("405B"));
+    } else {
+      held.push_back(r);
+      mlperf += r.family == "MLPerf Training v5.1";
+    }
+  }
+  CHECK(fit == 2);
+  // Every MLPerf Training v5.1 Llama 3.1 405B result that ran NVFP4: another source family and
+  // software than the fit rows; predicted within the corpus's held-back bound.
+  CHECK(mlperf == 4);
+  std::vector<CalibrationResult> mlperf_rows;
+  for (const auto& r : held)
+    if (r.family == "MLPerf Training v5.1") mlperf_rows.push_back(r);
+  CHECK(summarize(mlperf_rows).all.mean <= 0.065);
+  // From another start, the fit over the fit rows lands on the built-in values.
+  Calibration start;
+  start.gemm_efficiency_fp4 = {0.0, 0.0, 0.3, 0.3};
+  std::vector<FittedConstant> keys;
+  for (const auto& k : default_fitted_constants())
+    if (k.key.rfind("gemm_efficiency_fp4.", 0) == 0) keys.push_back(k);
+  REQUIRE(keys.size() == 2);
+  const CalibrationFit f = fit_calibration(start, keys);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(f.constants[i].constrained);
+    const int a = static_cast<int>(f.constants[i].key == "gemm_efficiency_fp4.blackwell"
+                                       ? Arch::blackwell
+                                       : Arch::blackwell_ultra);
+    CHECK(f.constants[i].value == Approx(Calibration{}.gemm_efficiency_fp4[a]).epsilon(0.01));
+  }
 }
 
 TEST_CASE("cross-validation: each family predicted by constants fitted on the others only") {

@@ -4,6 +4,7 @@
 #include "topoplan/cost_dims.hpp"
 #include "topoplan/cost_model.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/gemm.hpp"
 #include "topoplan/search.hpp"
 #include "topoplan/stage_memory.hpp"
 
@@ -359,6 +360,52 @@ TEST_CASE("FP8 TP all-gathers (torchtitan's Float8 TP) cut TP traffic only for f
   const Evaluation no_sp = eval(c, m, j, p);
   j.fp8_tp_all_gather = false;
   CHECK(no_sp.comm[Dim::tp] == Approx(eval(c, m, j, p).comm[Dim::tp]));
+}
+
+TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP4 GPUs only") {
+  Cluster c = test::preset_cluster("gb300-nvl72", 1);
+  Model m = test::preset_model("llama3-70b");
+  Plan p = plan(2, 4, 8);
+  p.vpp = 5;
+  p.sequence_parallel = true;
+  JobSpec j;
+  j.seq_len = 8192;
+  j.global_batch = 256;
+  j.gpus = 64;
+  j.dtype = Dtype::fp8;
+  const Evaluation fp8 = eval(c, m, j, p);
+  j.dtype = Dtype::nvfp4;
+  const Evaluation fp4 = eval(c, m, j, p);
+  // The linear layers run at the FP4 peak (3x the FP8 one on GB300) times its own efficiency;
+  // attention and the logits stay bf16, so the matmul time drops by less than the peak ratio.
+  const Calibration cal;
+  const int u = static_cast<int>(Arch::blackwell_ultra);
+  const double linear_speedup = c.gpu().peak_flops_fp4 * cal.gemm_efficiency_fp4[u] /
+                                (c.gpu().peak_flops_fp8 * cal.gemm_efficiency_fp8[u]);
+  CHECK(linear_speedup > 1.5);
+  CHECK(fp4.compute.matmul < fp8.compute.matmul);
+  CHECK(fp8.compute.matmul / fp4.compute.matmul < linear_speedup);
+  CHECK(fp4.step_time < fp8.step_time);
+  // Quantizing to NVFP4 writes 0.5625 bytes per element where FP8 writes 1, but the copies an FP8
+  // recipe only transposes NVFP4 quantizes again from bf16.
+  const double fp8_bytes = fp8_cast_bytes(m, 2, cal), fp4_bytes = nvfp4_cast_bytes(m, 2, cal);
+  CHECK(fp4_bytes < fp8_bytes);
+  CHECK(fp4_bytes > 0.7 * fp8_bytes);
+  // The saved quantized inputs take 0.5625 bytes: fewer activation bytes than fp8, fewer than bf16.
+  j.dtype = Dtype::bf16;
+  const double bf16_act = layer_activation_bytes(m, j, p, Recompute::none);
+  j.dtype = Dtype::fp8;
+  const double fp8_act = layer_activation_bytes(m, j, p, Recompute::none);
+  j.dtype = Dtype::nvfp4;
+  const double fp4_act = layer_activation_bytes(m, j, p, Recompute::none);
+  CHECK(fp4_act < fp8_act);
+  CHECK(fp8_act < bf16_act);
+  // TP traffic stays bf16.
+  CHECK(fp4.comm[Dim::tp] == Approx(fp8.comm[Dim::tp]));
+  // A GPU without FP4 tensor cores cannot train in NVFP4.
+  CHECK_THROWS_WITH(validate(j, test::preset_cluster("dgx-h100", 1).gpu()),
+                    Catch::Contains("nvfp4 training needs FP4 tensor cores"));
+  CHECK_NOTHROW(validate(j, c.gpu()));
 }
 
 TEST_CASE("FP8 parameter all-gathers move the layers' weights at 1 byte, the rest at 2") {

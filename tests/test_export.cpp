@@ -49,6 +49,19 @@ Plan make(int tp, int cp, int ep, int dp, int pp, Order order = kDefaultOrder) {
   return p;
 }
 
+/// The Megatron-LM arguments export writes for this job and plan (the placement as ordered), and
+/// what --megatron-args reads back from the export's last line, the arguments.
+std::string megatron_args_for(const Cluster& c, const Model& m, const JobSpec& j, const Plan& p) {
+  RunContext run{c, m, j, Calibration{}};
+  Mapping map = Mapping::from_order(p);
+  RankTable t = build_rank_table(c, map, {});
+  return export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+}
+
+ImportedPlan read_back(const std::string& text) {
+  return parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+}
+
 }  // namespace
 
 TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both orders") {
@@ -196,21 +209,32 @@ TEST_CASE("a flexible pipeline layout exports as Megatron-core's layout string a
   p.flexible_layout = true;  // 7, 8 x 14, 7 layers: no stage a multiple of 3
   Mapping map = Mapping::from_order(p);
   RankTable t = build_rank_table(c, map, {});
-  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  // Exported at p.vpp, read back: the layout's virtual stages, and the plan's vpp and split.
+  auto round_trip = [&](std::size_t virtual_stages) {
+    const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+    ImportedPlan back =
+        parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+    CHECK(back.layout.size() == virtual_stages);
+    Plan q = back.plan;
+    apply_layer_choices(back, 126, q);
+    CHECK(q.vpp == p.vpp);
+    CHECK(q.flexible_layout);
+    const auto split = plan_split(q, 126);
+    REQUIRE(split);
+    CHECK((split->first == 7 && split->middle == 8 && split->last == 7));
+    return text;
+  };
   // 48 virtual stages, rank 0's first chunk with the embedding, rank 15's last with the loss.
+  const std::string text = round_trip(48);
   CHECK_THAT(text, Catch::Contains("--pipeline-model-parallel-layout \"Ettt|ttt|"));
   CHECK_THAT(text, Catch::Contains("|tt|ttL\""));
   CHECK_THAT(text, !Catch::Contains("--num-virtual-stages-per-pipeline-rank"));
-  ImportedPlan back =
-      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
-  REQUIRE(back.layout.size() == 48);
-  Plan q = back.plan;
-  apply_layer_choices(back, 126, q);
-  CHECK(q.vpp == 3);
-  CHECK(q.flexible_layout);
-  const auto split = plan_split(q, 126);
-  REQUIRE(split);
-  CHECK((split->first == 7 && split->middle == 8 && split->last == 7));
+  // vpp 8 (Megatron-Bridge's Llama 3.1 405B on GB200: pp 16, vpp 8): 126 layers in 128 chunks,
+  // the first stage's first chunk the embedding's alone, the last stage's last the loss's.
+  p.vpp = 8;
+  const std::string eight = round_trip(128);
+  CHECK_THAT(eight, Catch::Contains("--pipeline-model-parallel-layout \"E|t|t|"));
+  CHECK_THAT(eight, Catch::Contains("|t|L\""));
   CHECK_THROWS_WITH(parse_megatron_args("--pipeline-model-parallel-layout 'Et*3|(tt|)*x'", "a"),
                     Catch::Contains("expected a repeat count after '*'"));
   ImportedPlan repeat = parse_megatron_args(
@@ -413,14 +437,10 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
   j.dtype = Dtype::fp8;
   j.fp8_param_gather = true;
   j.dp_bucket_params = 104857600;
-  RunContext run{c, m, j, Calibration{}};
-  Plan p = make(8, 1, 1, 4, 1, kDefaultOrder);
-  Mapping map = Mapping::from_order(p);
-  RankTable t = build_rank_table(c, map, {});
-  const std::string text = export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
+  const Plan p = make(8, 1, 1, 4, 1);
+  const std::string text = megatron_args_for(c, m, j, p);
   CHECK_THAT(text, Catch::Contains("--fp8-param-gather --ddp-bucket-size 104857600"));
-  const ImportedPlan back =
-      parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  const ImportedPlan back = read_back(text);
   REQUIRE(back.fp8_param_gather);
   CHECK(*back.fp8_param_gather);
   REQUIRE(back.dp_bucket_params);
@@ -432,10 +452,26 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
   // bf16 training has no FP8 parameters to gather; the default bucket size is not written.
   j.dtype = Dtype::bf16;
   j.dp_bucket_params = 0;
-  RunContext plain{c, m, j, Calibration{}};
-  const std::string bf16 = export_megatron_args(ExportContext{plain, p, map, t, ExportOptions{}});
+  const std::string bf16 = megatron_args_for(c, m, j, p);
   CHECK_THAT(bf16, !Catch::Contains("--fp8-param-gather"));
   CHECK_THAT(bf16, !Catch::Contains("--ddp-bucket-size"));
+}
+
+TEST_CASE("Megatron-LM: nvfp4 training is written as --fp4-format and read back") {
+  Cluster c = test::preset_cluster("dgx-b200", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.dtype = Dtype::nvfp4;
+  const std::string text = megatron_args_for(c, m, j, make(8, 1, 1, 4, 1));
+  CHECK_THAT(text, Catch::Contains("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"));
+  CHECK_THAT(text, !Catch::Contains("--fp8-format"));
+  const ImportedPlan back = read_back(text);
+  REQUIRE(back.dtype);
+  CHECK(*back.dtype == Dtype::nvfp4);
+  // --bf16 before --fp4-format, as training scripts pass them: still NVFP4.
+  const ImportedPlan order = parse_megatron_args("--bf16 --fp4-format e2m1", "args");
+  REQUIRE(order.dtype);
+  CHECK(*order.dtype == Dtype::nvfp4);
 }
 
 TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and read back") {
@@ -463,17 +499,8 @@ namespace {
 
 /// The Megatron-LM arguments exported for plan `p` of Llama 3 8B on 4 x dgx-h100 under job `j`.
 std::string llama8b_megatron_args(const JobSpec& j, const Plan& p) {
-  Cluster c = test::preset_cluster("dgx-h100", 4);
-  Model m = test::preset_model("llama3-8b");
-  RunContext run{c, m, j, Calibration{}};
-  Mapping map = Mapping::from_order(p);
-  RankTable t = build_rank_table(c, map, {});
-  return export_megatron_args(ExportContext{run, p, map, t, ExportOptions{}});
-}
-
-/// The export's last line, the arguments, read back.
-ImportedPlan read_back(const std::string& text) {
-  return parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
+  return megatron_args_for(test::preset_cluster("dgx-h100", 4), test::preset_model("llama3-8b"), j,
+                           p);
 }
 
 }  // namespace

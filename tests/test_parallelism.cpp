@@ -313,8 +313,16 @@ TEST_CASE("flexible pipeline layouts: interleaving without a multiple of vpp per
     CHECK(sum == 8);
     CHECK(most - least <= 1);
   }
-  CHECK_FALSE(pipeline_split(126, 16, 8, true));  // the first stage's 7 layers make no 8 chunks
-  CHECK_FALSE(pipeline_split(126, 16, 4));        // without the layout flag: as Megatron-LM
+  // vpp 8: the first and last stages' 7 layers fill 7 of their 8 chunks, the eighth holding the
+  // embedding or the loss alone, as Megatron-core counts them (Megatron-Bridge's Llama 3.1 405B
+  // on GB200 runs pp 16, vpp 8); vpp 9 would leave two chunks of a stage without layers.
+  const auto eight = pipeline_split(126, 16, 8, true);
+  REQUIRE(eight);
+  CHECK((eight->first == 7 && eight->middle == 8 && eight->last == 7));
+  CHECK(chunk_layers(eight->last, 8, 7) == 0);
+  CHECK_FALSE(pipeline_split(126, 16, 9, true));
+  CHECK_FALSE(pipeline_split(126, 16, 8));  // without the layout flag
+  CHECK_FALSE(pipeline_split(126, 16, 4));  // without the layout flag: as Megatron-LM
   // Evaluate's rule: the split a flexible plan runs with is the vpp-1 one.
   Plan p = plan(8, 1, 1, 16, 64);
   p.vpp = 4;

@@ -11,7 +11,7 @@ namespace topoplan {
 struct Regime {
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;
-  bool fp8 = false;
+  Precision precision = Precision::bits16;
   bool moe = false;  ///< a model with routed experts
 };
 

@@ -27,6 +27,9 @@ struct Calibration {
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
   std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.678, 0.469, 0.657};
+  /// Fraction of dense FP4 peak the linear layers' multiplies reach in nvfp4 training, per
+  /// architecture (ampere and hopper have no FP4 tensor cores; the entries are unused).
+  std::array<double, kArchs> gemm_efficiency_fp4{0.0, 0.0, 0.455, 0.444};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.
@@ -42,6 +45,12 @@ struct Calibration {
   /// FP8 tensor and its transpose) and transpose of an FP8 tensor (read, write).
   double fp8_cast_transpose_bytes = 4;
   double fp8_transpose_bytes = 2;
+  /// The same for NVFP4 (kNvfp4BytesPerElement per element written): quantized both ways (read
+  /// 16-bit, write the row-wise and the column-wise NVFP4 copies, each with its block scales),
+  /// and quantized column-wise only from the 16-bit tensor a norm or activation wrote (NVFP4's
+  /// block scales run along one dimension: the transposed copy cannot be read off the other).
+  double nvfp4_cast_transpose_bytes = 2 + 2 * (0.5 + 1.0 / 16.0);
+  double nvfp4_requantize_bytes = 2 + (0.5 + 1.0 / 16.0);
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
   /// Achieved fraction of the host link's bandwidth for activation offloading copies.

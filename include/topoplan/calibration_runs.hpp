@@ -18,8 +18,12 @@ namespace topoplan {
 /// collective.
 enum class RunKind : std::uint8_t { training, inference, collective };
 [[nodiscard]] const char* to_string(RunKind k);
-/// A run's precision class: "fp8" (FP8 training, or FP8 weights when serving) or "16-bit".
-[[nodiscard]] const char* precision_name(bool fp8);
+/// A run's precision class: FP8 or NVFP4 training (or weights when serving), else 16-bit.
+enum class Precision : std::uint8_t { bits16, fp8, nvfp4 };
+/// "16-bit", "fp8" or "nvfp4".
+[[nodiscard]] const char* precision_name(Precision p);
+/// The class of a training dtype, or of a serving run's weights.
+[[nodiscard]] Precision precision_of(Dtype d);
 
 struct CalibrationResult {
   std::string name;
@@ -34,8 +38,8 @@ struct CalibrationResult {
   std::string note;  ///< the plan found, or why a row is not checked
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;  ///< of the run's GPUs
-  bool fp8 = false;          ///< FP8 training, or FP8 weights when serving
-  bool moe = false;          ///< the model has routed experts
+  Precision precision = Precision::bits16;
+  bool moe = false;  ///< the model has routed experts
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
 

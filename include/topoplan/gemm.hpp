@@ -46,11 +46,19 @@ struct LinearPassTimes {
                                                     const Calibration& cal, double rate,
                                                     double size);
 
+/// The same for NVFP4 GEMMs: no shape measurements, every pass at `rate` x `size`.
+[[nodiscard]] LinearPassTimes nvfp4_linear_pass_times(double rate, double size);
+
 /// HBM bytes per token per layer on one GPU of FP8 training's casts (Transformer Engine's
 /// recipe): the attention output cast and transposed before its projection; the four GEMMs'
 /// output gradients cast and transposed in the backward; the norm-fused FP8 inputs of the QKV
 /// and MLP-input GEMMs and the activation-fused input of the MLP output transposed for the
 /// weight gradients.
 [[nodiscard]] double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal);
+
+/// The same tensors under nvfp4 training: those FP8 casts and transposes both ways quantize to
+/// NVFP4 both ways (Calibration::nvfp4_cast_transpose_bytes); those FP8 only transposes are
+/// quantized column-wise again from 16-bit (nvfp4_requantize_bytes).
+[[nodiscard]] double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal);
 
 }  // namespace topoplan

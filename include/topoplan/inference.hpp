@@ -17,6 +17,9 @@ namespace topoplan {
 enum class Runtime { tensorrt_llm, fastertransformer, fastertransformer_triton };
 inline constexpr int kRuntimes = 3;
 [[nodiscard]] Runtime parse_runtime(const std::string& s, const std::string& what);
+/// A serving run's weight or KV cache format: bf16, fp16 or fp8 (nvfp4 is a training format
+/// here: FP4 serving's kernels are not modelled; an InputError naming `what`).
+[[nodiscard]] Dtype parse_serving_dtype(const std::string& s, const std::string& what);
 [[nodiscard]] const char* to_string(Runtime r);
 /// Whether the runtime has a one-shot all-reduce kernel beside NCCL's (TensorRT-LLM's custom
 /// all-reduce; FasterTransformer's is off unless enabled, so it runs NCCL's).

@@ -8,10 +8,17 @@
 
 namespace topoplan {
 
-/// Number formats. Training: bf16, fp16, or fp8, which runs the linear layers' matrix multiplies
+/// Number formats. Training: bf16, fp16, fp8, which runs the linear layers' matrix multiplies
 /// in FP8 (Transformer Engine's recipe) and keeps bf16 for everything else (activations, attention,
-/// the logits, TP traffic, gradients). Inference: the format of the weights and the KV cache.
-enum class Dtype { bf16, fp16, fp8 };
+/// the logits, TP traffic, gradients), or nvfp4, the same with the linear layers' multiplies in
+/// NVFP4 (4-bit E2M1 values, one E4M3 scale per 16; Transformer Engine's NVFP4BlockScaling recipe:
+/// forward, data and weight gradients). Inference: the format of the weights and the KV cache.
+enum class Dtype { bf16, fp16, fp8, nvfp4 };
+
+/// NVFP4's bytes per element: a 4-bit value and a 1-byte E4M3 scale per block of 16 (NVIDIA's
+/// format; Transformer Engine's NVFP4BlockScaling; the second-level fp32 scale per tensor is
+/// negligible).
+inline constexpr double kNvfp4BytesPerElement = 0.5 + 1.0 / 16.0;
 
 struct JobSpec {
   std::int64_t seq_len = 4096;      ///< tokens per sequence
@@ -69,8 +76,13 @@ struct JobSpec {
   double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };
 
+/// Bytes per element: NVFP4 counts its scales (0.5 + 1/16).
 [[nodiscard]] double dtype_bytes(Dtype d);
-/// Bytes per element of a training job's activations and TP traffic: bf16 for fp8 training.
+/// Whether training in `d` runs the linear layers' multiplies in a low-precision format (fp8,
+/// nvfp4) and keeps bf16 elsewhere.
+[[nodiscard]] bool low_precision_linear(Dtype d);
+/// Bytes per element of a training job's activations and TP traffic: bf16 for fp8 and nvfp4
+/// training.
 [[nodiscard]] double activation_bytes(const JobSpec& j);
 [[nodiscard]] const char* to_string(Dtype d);
 /// Parsers for flag values; InputError names `what` (the flag) on a bad value.
@@ -84,7 +96,8 @@ inline constexpr std::int64_t kMaxDpBucketParams = std::int64_t{1} << 40;
 
 void validate(const JobSpec& j);
 struct GpuSpec;
-/// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file).
+/// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file),
+/// nvfp4 training FP4 ones (`fp4_TFLOPs`).
 void validate(const JobSpec& j, const GpuSpec& gpu);
 
 }  // namespace topoplan

@@ -107,7 +107,8 @@ struct StageLayers {
 /// a multiple of vpp. pp dividing the layers into multiples of vpp gives the even split.
 /// nullopt when no such split exists (more stages than layers; chunks that cannot be equal).
 /// `flexible` (a stack with Megatron-core's layout flag): that split when it exists, else the
-/// vpp-1 split, each stage holding at least vpp layers, its chunks as equal as the count allows.
+/// vpp-1 split, each stage holding at least vpp layers (the first and last at least vpp - 1: one
+/// chunk may hold the embedding or the loss alone), its chunks as equal as the count allows.
 [[nodiscard]] std::optional<StageLayers> pipeline_split(std::int64_t layers, int pp, int vpp = 1,
                                                         bool flexible = false);
 /// Layers in each of a stage's `vpp` model chunks, in chunk order (the first ones take the

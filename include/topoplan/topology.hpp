@@ -28,6 +28,7 @@ struct GpuSpec {
   Arch arch = Arch::hopper;
   double peak_flops = 0;      ///< dense BF16/FP16 FLOP/s
   double peak_flops_fp8 = 0;  ///< dense FP8 FLOP/s, 0 if unsupported
+  double peak_flops_fp4 = 0;  ///< dense FP4 (NVFP4) FLOP/s, 0 if unsupported
   double memory_bytes = 0;    ///< HBM capacity
   double hbm_bandwidth = 0;   ///< HBM bytes/s
   /// Host (CPU memory) link, bytes/s per GPU per direction: what activation offloading copies

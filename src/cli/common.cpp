@@ -102,7 +102,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
   cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step")
       ->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "bf16, fp16 or fp8 (FP8 linear layers, bf16 elsewhere)")
+  cmd.add_option("--dtype", o.dtype, "bf16, fp16, fp8 or nvfp4 (FP8/NVFP4 linear layers)")
       ->capture_default_str();
   cmd.add_flag("--no-flash-attention", o.no_flash_attention,
                "attention scores are materialised (s^2 memory and HBM traffic)");
@@ -267,8 +267,8 @@ InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
   j.prompt_len = o.prompt_len;
   j.output_len = o.output_len;
   j.batch = o.batch;
-  j.weight_dtype = parse_dtype(io.dtype, "--dtype");
-  j.kv_dtype = o.kv_dtype.empty() ? j.weight_dtype : parse_dtype(o.kv_dtype, "--kv-dtype");
+  j.weight_dtype = parse_serving_dtype(io.dtype, "--dtype");
+  j.kv_dtype = o.kv_dtype.empty() ? j.weight_dtype : parse_serving_dtype(o.kv_dtype, "--kv-dtype");
   j.runtime = parse_runtime(o.runtime, "--runtime");
   if (o.max_token_latency_ms < 0 || o.max_ttft_ms < 0)
     throw_input("--max-token-latency-ms/--max-ttft-ms", "", "expected a positive number of ms");
@@ -306,7 +306,8 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
                                                                               : o.global_batch;
   job.dtype =
       !o.given("--dtype") && from && from->dtype ? *from->dtype : parse_dtype(o.dtype, "--dtype");
-  if (job.dtype == Dtype::fp8 && o.inference) job.dtype = Dtype::bf16;  // the training half unused
+  if (low_precision_linear(job.dtype) && o.inference)
+    job.dtype = Dtype::bf16;  // training's, unused
   // A flag given wins, then what the plan file records, then the software stack.
   const SoftwareStack& st = stack_of(o);
   auto pick = [&](const char* flag, bool flag_value, const std::optional<bool>& recorded,

@@ -74,7 +74,8 @@ namespace {
 
 /// Megatron-core's --pipeline-model-parallel-layout for a split whose stages are not multiples
 /// of vpp: virtual stage c x pp + i is chunk c of rank i, its layers as t, the embedding E on the
-/// first and the loss L on the last.
+/// first and the loss L on the last. A first stage with fewer layers than chunks leaves its first
+/// chunk to the embedding alone (a last stage, its last chunk to the loss).
 std::string pipeline_layout(const Plan& p, const StageLayers& split) {
   const int pp = p[Dim::pp];
   std::string out;
@@ -83,7 +84,8 @@ std::string pipeline_layout(const Plan& p, const StageLayers& split) {
       const std::int64_t stage = layers_on_stage(p, split, i);
       if (!out.empty()) out += '|';
       if (c == 0 && i == 0) out += 'E';
-      out += std::string(static_cast<std::size_t>(chunk_layers(stage, p.vpp, c)), 't');
+      const int chunk = i == 0 && stage < p.vpp ? p.vpp - 1 - c : c;
+      out += std::string(static_cast<std::size_t>(chunk_layers(stage, p.vpp, chunk)), 't');
       if (c == p.vpp - 1 && i == pp - 1) out += 'L';
     }
   return out;
@@ -138,8 +140,9 @@ std::string export_megatron_args(const ExportContext& x) {
       "--context-parallel-size {} --expert-model-parallel-size {} --micro-batch-size {} "
       "--global-batch-size {} --seq-length {} {}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
-      j.dtype == Dtype::fp8 ? "--bf16 --fp8-format hybrid"
-                            : fmt::format("--{}", to_string(j.dtype)));
+      j.dtype == Dtype::fp8     ? "--bf16 --fp8-format hybrid"
+      : j.dtype == Dtype::nvfp4 ? "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"
+                                : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);
   args += pipeline_args(p, split);
   if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));

@@ -251,8 +251,11 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8
       (void)value(i);
       out.dtype = Dtype::fp8;
+    } else if (f == "--fp4-format") {  // e2m1: the linear layers in NVFP4
+      (void)value(i);
+      out.dtype = Dtype::nvfp4;
     } else if (f == "--bf16") {
-      if (out.dtype != Dtype::fp8) out.dtype = Dtype::bf16;
+      if (!out.dtype || !low_precision_linear(*out.dtype)) out.dtype = Dtype::bf16;
     } else if (f == "--fp16") {
       out.dtype = Dtype::fp16;
     }
