@@ -101,6 +101,11 @@ void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string
 }
 
 std::string device_name(const ClusterSpec& spec, int device) {
+  const int per_host = spec.gpus_per_host;
+  if (per_host > 0 && !spec.compute_hosts.empty() &&
+      device / per_host < static_cast<int>(spec.compute_hosts.size()))
+    return fmt::format("{}:{}", spec.compute_hosts[static_cast<std::size_t>(device / per_host)],
+                       device % per_host);
   const int per = spec.tiers.empty() ? 1 : spec.tiers[0].fanout;
   const int node = device / per;
   const std::string server = node < static_cast<int>(spec.hosts.size())

@@ -5,6 +5,7 @@
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/fingerprint.hpp"
+#include "topoplan/placement.hpp"
 
 using namespace topoplan;
 
@@ -194,6 +195,17 @@ TEST_CASE("compute_hosts name an NVL72 rack's trays: read, written back, and tak
   CHECK(more.down == std::vector<int>{5, 72, 79, 140, 141, 142, 143});
   CHECK_THROWS_WITH(add_down_gpus(more, "gb036:4", "--exclude"),
                     Catch::Contains("expected a GPU index below 4 after 'gb036:', got 'gb036:4'"));
+  // Reports and the written file name them by tray, as they were given, grouped per tray.
+  CHECK(device_name(s, 79) == "gb020:3");
+  CHECK(device_name(more, 5) == "gb002:1");
+  CHECK(devices_string(more, more.down) == "gb002:1 gb019:0 gb020:3 gb036:0-3");
+  CHECK(devices_string(more, more.down, 2) == "gb002:1 gb019:0 and 2 more hosts");
+  CHECK(nlohmann::json::parse(cluster_json(s))["down_gpus"] == nlohmann::json::array({"gb020:3"}));
+  // Without tray names: SERVER:GPU, grouped per server.
+  ClusterSpec plain = more;
+  plain.compute_hosts.clear();
+  CHECK(device_name(plain, 79) == "rack-b:7");
+  CHECK(devices_string(plain, plain.down) == "rack-a:5 rack-b:0,7,68-71");
 }
 
 TEST_CASE("compute_hosts: only on split servers, one per host, none a server's name") {

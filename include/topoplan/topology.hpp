@@ -195,7 +195,8 @@ class Cluster {
 /// HOST:GPU with HOST one of ClusterSpec::compute_hosts (the GPU counted on that host). Adds them
 /// to spec.down (sorted, each once). InputError naming `what` and the entry.
 void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string& what);
-/// "node07:3" (or "7:3" without host names): how reports name a device.
+/// "node07:3" (or "7:3" without host names), or "gb020:3" (HOST:GPU counted on the host) where the
+/// cluster names its compute_hosts: how reports name a device; add_down_gpus reads it back.
 [[nodiscard]] std::string device_name(const ClusterSpec& spec, int device);
 
 /// Looks a GPU up by name (presets), used by cluster files that name their GPU.
