@@ -109,6 +109,7 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
   j.grad_accumulation_pass = jc.boolean_or("grad_accumulation_pass", false);
   j.fp8_param_gather = jc.boolean_or("fp8_param_gather", false);
+  j.fp4_param_gather = jc.boolean_or("fp4_param_gather", false);
   if (jc.has("dp_bucket_params")) j.dp_bucket_params = jc.positive_int("dp_bucket_params");
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);

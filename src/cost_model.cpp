@@ -275,14 +275,16 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
     core.embedding_bucket_params = static_cast<double>(m.counts.embedding_params) / p[Dim::tp];
   core.dense_grad_bytes = dense_gpu * grad_bytes;
   core.expert_grad_bytes = experts_gpu * grad_bytes;
-  // The parameter all-gather: FP8 layer weights under --fp8-param-gather (the embedding and the
-  // head, which stay 16-bit, are what remains of the dense parameters beyond the layers').
-  const bool fp8_gather = j.fp8_param_gather && j.dtype == Dtype::fp8;
-  const double fp8_dense =
-      fp8_gather ? std::clamp(stage.layer_params - experts_gpu, 0.0, dense_gpu) : 0.0;
-  const double fp8_bytes = dtype_bytes(Dtype::fp8);
-  core.dense_param_bytes = fp8_dense * fp8_bytes + (dense_gpu - fp8_dense) * bytes;
-  core.expert_param_bytes = experts_gpu * (fp8_gather ? fp8_bytes : bytes);
+  // The parameter all-gather: FP8 (NVFP4) layer weights under --fp8-param-gather
+  // (--fp4-param-gather); the embedding and the head, which stay 16-bit, are what remains of the
+  // dense parameters beyond the layers'.
+  const bool low_gather = (j.fp8_param_gather && j.dtype == Dtype::fp8) ||
+                          (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
+  const double low_dense =
+      low_gather ? std::clamp(stage.layer_params - experts_gpu, 0.0, dense_gpu) : 0.0;
+  const double low_bytes = dtype_bytes(j.dtype);
+  core.dense_param_bytes = low_dense * low_bytes + (dense_gpu - low_dense) * bytes;
+  core.expert_param_bytes = experts_gpu * (low_gather ? low_bytes : bytes);
   // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
   const double dense_rep = static_cast<double>(dp) * cp;
   const double expert_rep = expert_replicas(p);

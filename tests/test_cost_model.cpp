@@ -425,6 +425,17 @@ TEST_CASE("FP8 parameter all-gathers move the layers' weights at 1 byte, the res
   CHECK(embedding == Approx(128256.0 * 4096).epsilon(0.01));
   CHECK(bf16_gather.dense_param_bytes == Approx(2.0 * fp8_gather.params_gpu));
   CHECK(fp8_gather.dense_param_bytes == Approx(layers + 2.0 * embedding));
+  // nvfp4 training gathers the layers' weights in NVFP4 under --fp4-param-gather (0.5625 bytes),
+  // and neither flag applies to the other format.
+  j.dtype = Dtype::nvfp4;
+  const PlanCore fp8_flag_on_fp4 = prepare(c, m, j, p, cal);
+  CHECK(fp8_flag_on_fp4.dense_param_bytes == Approx(bf16_gather.dense_param_bytes));
+  j.fp8_param_gather = false;
+  j.fp4_param_gather = true;
+  const PlanCore fp4_gather = prepare(c, m, j, p, cal);
+  CHECK(fp4_gather.dense_param_bytes == Approx(0.5625 * layers + 2.0 * embedding));
+  j.dtype = Dtype::fp8;
+  CHECK(prepare(c, m, j, p, cal).dense_param_bytes == Approx(bf16_gather.dense_param_bytes));
   // Gradients are reduced as before; bf16 training ignores the flag.
   CHECK(fp8_gather.dense_grad_bytes == Approx(bf16_gather.dense_grad_bytes));
   j.dtype = Dtype::bf16;

@@ -457,17 +457,24 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
   CHECK_THAT(bf16, !Catch::Contains("--ddp-bucket-size"));
 }
 
-TEST_CASE("Megatron-LM: nvfp4 training is written as --fp4-format and read back") {
+TEST_CASE(
+    "Megatron-LM: nvfp4 training is written as --fp4-format (and its gathers) and read back") {
   Cluster c = test::preset_cluster("dgx-b200", 4);
   Model m = test::preset_model("llama3-8b");
   JobSpec j;
   j.dtype = Dtype::nvfp4;
-  const std::string text = megatron_args_for(c, m, j, make(8, 1, 1, 4, 1));
+  j.fp4_param_gather = true;
+  Plan p = make(8, 1, 1, 4, 1);
+  p.zero = 1;
+  const std::string text = megatron_args_for(c, m, j, p);
   CHECK_THAT(text, Catch::Contains("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"));
+  CHECK_THAT(text, Catch::Contains("--fp4-param-gather"));
   CHECK_THAT(text, !Catch::Contains("--fp8-format"));
   const ImportedPlan back = read_back(text);
   REQUIRE(back.dtype);
   CHECK(*back.dtype == Dtype::nvfp4);
+  REQUIRE(back.fp4_param_gather);
+  CHECK(*back.fp4_param_gather);
   // --bf16 before --fp4-format, as training scripts pass them: still NVFP4.
   const ImportedPlan order = parse_megatron_args("--bf16 --fp4-format e2m1", "args");
   REQUIRE(order.dtype);

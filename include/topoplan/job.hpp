@@ -56,6 +56,10 @@ struct JobSpec {
   /// enable_fsdp_float8_all_gather); the embedding and the output layer stay 16-bit, and so do
   /// the gradients' reduce-scatters.
   bool fp8_param_gather = false;
+  /// The same for nvfp4 training: the layers' weights gathered in NVFP4 (kNvfp4BytesPerElement
+  /// per parameter; Megatron-core --fp4-param-gather, Megatron-Bridge's bf16_with_nvfp4_mixed
+  /// from its 2026 releases; the 26.02 container and MLPerf v5.1 gathered bf16).
+  bool fp4_param_gather = false;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
   /// sizes need larger buckets to ensure collectives do not become latency-bound"

@@ -92,6 +92,21 @@ std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e) 
   return fmt::format("{}: expected {}, got '{}'", flag, expected, what.substr(eq + 3));
 }
 
+namespace {
+
+/// The parameter all-gathers in the training's low-precision format.
+void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
+  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
+               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
+               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
+               "torchao enable_fsdp_float8_all_gather)");
+  cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
+               "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
+               "weights in NVFP4 (Megatron-core --fp4-param-gather)");
+}
+
+}  // namespace
+
 void add_input_options(CLI::App& cmd, InputOptions& o) {
   o.cmd = &cmd;
   cmd.add_option("--cluster", o.cluster, "cluster preset name or cluster JSON file")
@@ -117,10 +132,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "each micro-batch's bf16 gradients are added into fp32 copies in a separate pass "
                "over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 "
                "in the DeepSpeed config); Megatron-LM fuses it into the weight-gradient GEMM");
-  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
-               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
-               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
-               "torchao enable_fsdp_float8_all_gather)");
+  add_low_precision_gathers(cmd, o);
   cmd.add_option("--dp-bucket-params", o.dp_bucket_params,
                  "parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size; "
                  "default: Megatron-core's max(40M, 1M x DP))");
@@ -324,6 +336,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.grad_accumulation_pass =
       pick("--grad-accumulation-pass", true, f.grad_accumulation_pass, false);
   job.fp8_param_gather = pick("--fp8-param-gather", true, f.fp8_param_gather, false);
+  job.fp4_param_gather = pick("--fp4-param-gather", true, f.fp4_param_gather, false);
   job.dp_bucket_params =
       o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
   // A pair: the "--no-" flag wins outright, then as pick().
@@ -384,6 +397,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--grad-reduce-bf16",
                                                   "--grad-accumulation-pass",
                                                   "--fp8-param-gather",
+                                                  "--fp4-param-gather",
                                                   "--dp-bucket-params",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",

@@ -171,6 +171,7 @@ ImportedPlan megatron_defaults() {
   out.ep_comm_overlap = false;
   out.grad_reduce_bf16 = false;
   out.fp8_param_gather = false;
+  out.fp4_param_gather = false;
   out.overlap_p2p = false;
   return out;
 }
@@ -187,6 +188,7 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
       {"--overlap-moe-expert-parallel-comm", [](ImportedPlan& o) { o.ep_comm_overlap = true; }},
       {"--grad-reduce-in-bf16", [](ImportedPlan& o) { o.grad_reduce_bf16 = true; }},
       {"--fp8-param-gather", [](ImportedPlan& o) { o.fp8_param_gather = true; }},
+      {"--fp4-param-gather", [](ImportedPlan& o) { o.fp4_param_gather = true; }},
       {"--overlap-p2p-communication", [](ImportedPlan& o) { o.overlap_p2p = true; }},
       {"--use-tp-pp-dp-mapping", [](ImportedPlan& o) { o.plan.order = kTpPpDpOrder; }},
       {"--cpu-offloading", [](ImportedPlan& o) { o.cpu_offloading = true; }},
