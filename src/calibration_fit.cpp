@@ -53,24 +53,71 @@ struct FitRows {
   const RunCorpus& corpus;
 };
 
-/// Mean absolute error over the checked rows `rows` accepts with constant `key` set to `v`
-/// (table units).
-double fit_error(Calibration cal, const std::string& key, double v, const FitRows& rows) {
+/// The kept rows' results with constant `key` set to `v` (table units): every kept row, or
+/// (`only` given) only those `only` marks, in the order of the kept rows.
+std::vector<CalibrationResult> fit_results(Calibration cal, const std::string& key, double v,
+                                           const FitRows& rows,
+                                           const std::vector<char>* only = nullptr) {
   set_entry(cal, key, v);
-  return summarize(run_calibration_where(cal, rows.keep, rows.corpus)).all.mean;
+  if (!only) return run_calibration_where(cal, rows.keep, rows.corpus);
+  std::size_t kept = 0;
+  const RowFilter some = [&](const CalibrationResult& r) {
+    if (rows.keep && !rows.keep(r)) return false;
+    return (*only)[kept++] != 0;
+  };
+  return run_calibration_where(cal, some, rows.corpus);
 }
+
+/// The error over the kept rows as one constant varies. Rows whose prediction is the same at
+/// both ends of its range do not read it (another architecture's efficiency, serving overheads
+/// for a training row): they keep their error, and only the others are predicted again. The
+/// summary runs over every kept row in corpus order, so the figure is the one a full pass gives.
+class KeyScan {
+ public:
+  /// Predicts every kept row at both ends, `lo` and `hi` (table units).
+  KeyScan(const Calibration& cal, const std::string& key, double lo, double hi, const FitRows& rows)
+      : cal_(cal), key_(key), rows_(rows) {
+    base_ = fit_results(cal_, key_, lo, rows_);
+    lo_err_ = summarize(base_).all.mean;
+    const auto hi_rows = fit_results(cal_, key_, hi, rows_);
+    hi_err_ = summarize(hi_rows).all.mean;
+    responsive_.resize(base_.size());
+    for (std::size_t i = 0; i < base_.size(); ++i)
+      responsive_[i] = hi_rows[i].predicted != base_[i].predicted;
+  }
+  [[nodiscard]] double lo_error() const { return lo_err_; }
+  [[nodiscard]] double hi_error() const { return hi_err_; }
+
+  /// Mean absolute error with the constant at `v` (table units).
+  [[nodiscard]] double error(double v) const {
+    std::vector<CalibrationResult> all = base_;
+    const auto changed = fit_results(cal_, key_, v, rows_, &responsive_);
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (responsive_[i]) all[i] = changed[next++];
+    return summarize(all).all.mean;
+  }
+
+ private:
+  const Calibration& cal_;
+  const std::string& key_;
+  const FitRows& rows_;
+  std::vector<CalibrationResult> base_;
+  std::vector<char> responsive_;
+  double lo_err_ = 0, hi_err_ = 0;
+};
 
 /// Best value of one constant in [lo, hi]: a 21-point grid, then golden-section search on the
 /// grid cell around the best point. Ties keep the lower value. No row responding to it (every
 /// grid point's error the same): the constant keeps its value, marked unconstrained.
 double fit_one(const Calibration& cal, FittedConstant& k, const FitRows& rows) {
   constexpr int kGrid = 20;
-  const std::string& key = k.key;
   const double lo = k.lo, hi = k.hi;
-  double best = lo, best_err = fit_error(cal, key, lo, rows), worst_err = best_err;
+  const KeyScan scan(cal, k.key, lo, lo + (hi - lo) * kGrid / kGrid, rows);
+  double best = lo, best_err = scan.lo_error(), worst_err = best_err;
   for (int i = 1; i <= kGrid; ++i) {
     const double v = lo + (hi - lo) * i / kGrid;
-    const double err = fit_error(cal, key, v, rows);
+    const double err = i == kGrid ? scan.hi_error() : scan.error(v);
     worst_err = std::max(worst_err, err);
     if (err < best_err) best = v, best_err = err;
   }
@@ -80,12 +127,12 @@ double fit_one(const Calibration& cal, FittedConstant& k, const FitRows& rows) {
   double a = std::max(lo, best - cell), b = std::min(hi, best + cell);
   const double g = (std::sqrt(5.0) - 1) / 2;
   double c = b - g * (b - a), d = a + g * (b - a);
-  double fc = fit_error(cal, key, c, rows), fd = fit_error(cal, key, d, rows);
+  double fc = scan.error(c), fd = scan.error(d);
   for (int i = 0; i < 16; ++i) {
     if (fc <= fd) {
-      b = d, d = c, fd = fc, c = b - g * (b - a), fc = fit_error(cal, key, c, rows);
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = scan.error(c);
     } else {
-      a = c, c = d, fc = fd, d = a + g * (b - a), fd = fit_error(cal, key, d, rows);
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = scan.error(d);
     }
   }
   const double refined = fc <= fd ? c : d;

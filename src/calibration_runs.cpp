@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -288,15 +290,64 @@ void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, con
   if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
 }
 
-/// The corpus's "runs" array, after its "schema" (when given) is checked.
-detail::JsonCursor runs_array(nlohmann::json& doc, const RunCorpus& corpus) {
-  doc = detail::parse_json(corpus.text, corpus.source);
-  const detail::JsonCursor top(doc, corpus.source);
+/// A row's header (what a RowFilter sees) with its model and cluster, read once.
+struct RowHead {
+  CalibrationResult res;
+  std::optional<Model> model;
+  ClusterSpec cluster;
+};
+
+/// A corpus parsed, and each row's header as it is first read: a fit predicts every row hundreds
+/// of times, and parsing the corpus and the rows' presets again was most of the time.
+struct ParsedCorpus {
+  nlohmann::json doc;
+  std::mutex mu;
+  std::vector<std::shared_ptr<const RowHead>> heads;  ///< by row, empty until read
+};
+
+/// Once per corpus text a process sees; the last few kept.
+std::shared_ptr<ParsedCorpus> parsed_corpus(const RunCorpus& corpus) {
+  static std::mutex mu;
+  static std::vector<std::pair<std::string, std::shared_ptr<ParsedCorpus>>> cache;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [text, parsed] : cache)
+      if (text == corpus.text) return parsed;
+  }
+  auto parsed = std::make_shared<ParsedCorpus>();
+  parsed->doc = detail::parse_json(corpus.text, corpus.source);
+  const std::lock_guard<std::mutex> lock(mu);
+  constexpr std::size_t kKept = 4;
+  if (cache.size() >= kKept) cache.erase(cache.begin());
+  cache.emplace_back(corpus.text, parsed);
+  return parsed;
+}
+
+/// The corpus's "runs" array, after its "schema" (when given) is checked; `parsed` keeps the
+/// parsed corpus alive while the cursor is used.
+detail::JsonCursor runs_array(std::shared_ptr<ParsedCorpus>& parsed, const RunCorpus& corpus) {
+  parsed = parsed_corpus(corpus);
+  const detail::JsonCursor top(parsed->doc, corpus.source);
   if (top.has("schema") && top.string("schema") != kRunsSchema)
     top.fail("schema", fmt::format("\"{}\"", kRunsSchema));
   const detail::JsonCursor runs = top.at("runs");
   if (runs.array_size() == 0) top.fail("runs", "a non-empty array of runs");
   return runs;
+}
+
+/// Row `i`'s header, read the first time it is asked for (InputError as row_header).
+std::shared_ptr<const RowHead> row_head(ParsedCorpus& parsed, const detail::JsonCursor& r,
+                                        std::size_t i) {
+  {
+    const std::lock_guard<std::mutex> lock(parsed.mu);
+    if (parsed.heads.size() <= i) parsed.heads.resize(i + 1);
+    if (parsed.heads[i]) return parsed.heads[i];
+  }
+  auto head = std::make_shared<RowHead>();
+  head->res = row_header(r, head->model, head->cluster);
+  const std::lock_guard<std::mutex> lock(parsed.mu);
+  parsed.heads[i] = head;
+  return head;
 }
 
 }  // namespace
@@ -308,8 +359,8 @@ RunCorpus load_runs_file(const std::string& path) {
 }
 
 void warn_unknown_run_keys(const RunCorpus& corpus) {
-  nlohmann::json doc;
-  const auto runs = runs_array(doc, corpus);
+  std::shared_ptr<ParsedCorpus> parsed;
+  const auto runs = runs_array(parsed, corpus);
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
     const auto r = runs.at(i);
     r.warn_unknown_keys({"name", "family", "role", "checked", "why_not_checked", "cluster", "nodes",
@@ -332,16 +383,15 @@ void warn_unknown_run_keys(const RunCorpus& corpus) {
 
 std::vector<CalibrationResult> run_calibration_where(const Calibration& cal, const RowFilter& keep,
                                                      const RunCorpus& corpus) {
-  nlohmann::json doc;
-  const auto runs = runs_array(doc, corpus);
+  std::shared_ptr<ParsedCorpus> parsed;
+  const auto runs = runs_array(parsed, corpus);
   std::vector<CalibrationResult> out;
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
     const auto r = runs.at(i);
-    std::optional<Model> m;
-    ClusterSpec cs;
-    CalibrationResult res = row_header(r, m, cs);
+    const auto head = row_head(*parsed, r, i);
+    CalibrationResult res = head->res;
     if (keep && !keep(res)) continue;
-    predict_row(r, m, cs, cal, res, nullptr);
+    predict_row(r, head->model, head->cluster, cal, res, nullptr);
     out.push_back(res);
   }
   return out;
@@ -349,8 +399,8 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal, con
 
 RunExplanation explain_run(const Calibration& cal, const std::string& name,
                            const RunCorpus& corpus) {
-  nlohmann::json doc;
-  const auto runs = runs_array(doc, corpus);
+  std::shared_ptr<ParsedCorpus> parsed;
+  const auto runs = runs_array(parsed, corpus);
   std::vector<std::size_t> hits;
   std::vector<std::string> names;
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
