@@ -83,7 +83,9 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
     if (static_cast<int>(p.stage_layers.size()) != pp) return std::nullopt;
     for (std::size_t i = 0; i < p.stage_layers.size(); ++i) {
       const std::int64_t n = p.stage_layers[i];
-      const bool end = i == 0 || i + 1 == p.stage_layers.size();
+      // A first or last stage of vpp - 1 layers leaves a chunk to the embedding or the loss
+      // alone; never a stage without layers.
+      const bool end = v > 1 && (i == 0 || i + 1 == p.stage_layers.size());
       if (n < (p.flexible_layout && end ? v - 1 : v) || (!p.flexible_layout && n % v != 0))
         return std::nullopt;
       sum += n;
@@ -98,7 +100,9 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
   // Each stage's layers: a multiple of vpp, or (flexible layout) at least vpp, the first and last
   // at least vpp - 1 (one chunk the embedding's or the loss's alone).
   auto fits = [&](std::int64_t n) { return p.flexible_layout ? n >= v : n >= v && n % v == 0; };
-  auto end_fits = [&](std::int64_t n) { return fits(n) || (p.flexible_layout && n == v - 1); };
+  auto end_fits = [&](std::int64_t n) {
+    return fits(n) || (p.flexible_layout && v > 1 && n == v - 1);
+  };
   if (pp < 2 || !end_fits(f) || !end_fits(l)) return std::nullopt;
   if (pp == 2) {
     if (f + l != layers) return std::nullopt;

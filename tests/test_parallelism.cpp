@@ -321,6 +321,13 @@ TEST_CASE("flexible pipeline layouts: interleaving without a multiple of vpp per
   CHECK((eight->first == 7 && eight->middle == 8 && eight->last == 7));
   CHECK(chunk_layers(eight->last, 8, 7) == 0);
   CHECK_FALSE(pipeline_split(126, 16, 9, true));
+  // Without interleaving no stage may be left without layers (an embedding-only stage).
+  Plan alone = plan(8, 1, 1, 3, 64);
+  alone.flexible_layout = true;
+  alone.stage_layers = {0, 40, 40};
+  CHECK_FALSE(plan_split(alone, 80));
+  alone.stage_layers = {1, 39, 40};
+  CHECK(plan_split(alone, 80));
   CHECK_FALSE(pipeline_split(126, 16, 8));  // without the layout flag
   CHECK_FALSE(pipeline_split(126, 16, 4));  // without the layout flag: as Megatron-LM
   // Evaluate's rule: the split a flexible plan runs with is the vpp-1 one.
