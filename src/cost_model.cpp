@@ -117,7 +117,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   const LinearPassTimes lp =
       fp8 ? fp8_linear_pass_times(gpu.arch, m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal,
                                   gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch], size)
-      : fp4 ? nvfp4_linear_pass_times(gpu.peak_flops_fp4 * cal.gemm_efficiency_fp4[arch], size)
+      : fp4 ? size_rule_pass_times(gpu.peak_flops_fp4 * cal.gemm_efficiency_fp4[arch], size)
             : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
   const double attn_rate =
       j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
@@ -278,8 +278,7 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   // The parameter all-gather: FP8 (NVFP4) layer weights under --fp8-param-gather
   // (--fp4-param-gather); the embedding and the head, which stay 16-bit, are what remains of the
   // dense parameters beyond the layers'.
-  const bool low_gather = (j.fp8_param_gather && j.dtype == Dtype::fp8) ||
-                          (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
+  const bool low_gather = low_precision_param_gather(j);
   const double low_dense =
       low_gather ? std::clamp(stage.layer_params - experts_gpu, 0.0, dense_gpu) : 0.0;
   const double low_bytes = dtype_bytes(j.dtype);

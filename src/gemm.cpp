@@ -56,12 +56,11 @@ LinearPassTimes fp8_linear_pass_times(Arch a, const Model& m, double tp, double 
                                       double chunks, const Calibration& cal, double rate,
                                       double size) {
   if (fp8_gemm_shapes_measured(a)) return linear_pass_times(m, tp, tokens, chunks, cal, rate);
-  const double flat = 1 / (rate * size);
-  return {flat, flat, flat};
+  return size_rule_pass_times(rate, size);
 }
 
-LinearPassTimes nvfp4_linear_pass_times(double rate, double size) {
-  const double flat = 1.0 / (rate * size);
+LinearPassTimes size_rule_pass_times(double rate, double size) {
+  const double flat = 1 / (rate * size);
   return {flat, flat, flat};
 }
 

@@ -1,6 +1,6 @@
 /// Naming GPUs: SERVER, SERVER:GPU, HOST and HOST:GPU entries (server and tray names, or
-/// indices) as the cluster file's "down_gpus" and the --exclude flag take them, and the
-/// SERVER:GPU names reports print.
+/// indices) as the cluster file's "down_gpus" and the --exclude flag take them, and the names
+/// (and lists of them) reports print.
 #include "detail/gpu_names.hpp"
 
 #include <fmt/format.h>
@@ -67,6 +67,14 @@ Devices devices_of_entry(const ClusterSpec& s, const std::string& entry) {
   return devices_in(std::int64_t{node} * per_server, per_server, entry);
 }
 
+/// Whether GPUs are named by host (the cluster names an NVL72 rack's trays), not by server.
+bool names_trays(const ClusterSpec& s) { return s.gpus_per_host > 0 && !s.compute_hosts.empty(); }
+
+/// The GPUs one name covers: a tray's where names_trays, else a server's.
+int gpus_per_name(const ClusterSpec& s) {
+  return names_trays(s) ? s.gpus_per_host : s.tiers.empty() ? 1 : s.tiers[0].fanout;
+}
+
 void add_devices(ClusterSpec& s, const std::vector<int>& devices) {
   s.down.insert(s.down.end(), devices.begin(), devices.end());
   std::sort(s.down.begin(), s.down.end());
@@ -101,17 +109,45 @@ void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string
 }
 
 std::string device_name(const ClusterSpec& spec, int device) {
-  const int per_host = spec.gpus_per_host;
-  if (per_host > 0 && !spec.compute_hosts.empty() &&
-      device / per_host < static_cast<int>(spec.compute_hosts.size()))
-    return fmt::format("{}:{}", spec.compute_hosts[static_cast<std::size_t>(device / per_host)],
-                       device % per_host);
-  const int per = spec.tiers.empty() ? 1 : spec.tiers[0].fanout;
-  const int node = device / per;
-  const std::string server = node < static_cast<int>(spec.hosts.size())
-                                 ? spec.hosts[static_cast<std::size_t>(node)]
-                                 : std::to_string(node);
-  return fmt::format("{}:{}", server, device % per);
+  const int per = gpus_per_name(spec);
+  const auto unit = static_cast<std::size_t>(device / per);
+  const std::vector<std::string>& names = names_trays(spec) ? spec.compute_hosts : spec.hosts;
+  const std::string name = unit < names.size() ? names[unit] : std::to_string(unit);
+  return fmt::format("{}:{}", name, device % per);
+}
+
+std::string devices_string(const ClusterSpec& spec, std::vector<int> devices, int limit) {
+  std::sort(devices.begin(), devices.end());
+  const bool trays = names_trays(spec);
+  const int per = gpus_per_name(spec);
+  std::string out;
+  int units = 0;
+  std::size_t i = 0;
+  while (i < devices.size()) {
+    const int unit = devices[i] / per;
+    std::string ranges;
+    while (i < devices.size() && devices[i] / per == unit) {
+      std::size_t k = i;
+      while (k + 1 < devices.size() && devices[k + 1] == devices[k] + 1 &&
+             devices[k + 1] / per == unit)
+        ++k;
+      const int a = devices[i] % per, b = devices[k] % per;
+      if (!ranges.empty()) ranges += ',';
+      ranges += a == b ? std::to_string(a) : fmt::format("{}-{}", a, b);
+      i = k + 1;
+    }
+    if (units < limit) {
+      const std::string name = device_name(spec, unit * per);
+      if (!out.empty()) out += ' ';
+      out.append(name, 0, name.rfind(':'));
+      out += ':';
+      out += ranges;
+    }
+    ++units;
+  }
+  if (units > limit)
+    out += fmt::format(" and {} more {}", units - limit, trays ? "hosts" : "servers");
+  return out;
 }
 
 }  // namespace topoplan

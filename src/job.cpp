@@ -20,6 +20,11 @@ double dtype_bytes(Dtype d) {
 
 bool low_precision_linear(Dtype d) { return d == Dtype::fp8 || d == Dtype::nvfp4; }
 
+bool low_precision_param_gather(const JobSpec& j) {
+  return (j.fp8_param_gather && j.dtype == Dtype::fp8) ||
+         (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
+}
+
 double activation_bytes(const JobSpec& j) {
   return low_precision_linear(j.dtype) ? 2.0 : dtype_bytes(j.dtype);
 }

@@ -302,39 +302,4 @@ Placement place(const Cluster& c, const Model& m, const JobSpec& j, const Plan& 
   return out;
 }
 
-std::string devices_string(const ClusterSpec& spec, std::vector<int> devices, int limit) {
-  std::sort(devices.begin(), devices.end());
-  // Grouped by host where the cluster names its trays (NVL72), else by server.
-  const bool trays = spec.gpus_per_host > 0 && !spec.compute_hosts.empty();
-  const int per = trays ? spec.gpus_per_host : spec.tiers.empty() ? 1 : spec.tiers[0].fanout;
-  std::string out;
-  int units = 0;
-  std::size_t i = 0;
-  while (i < devices.size()) {
-    const int unit = devices[i] / per;
-    std::string ranges;
-    while (i < devices.size() && devices[i] / per == unit) {
-      std::size_t k = i;
-      while (k + 1 < devices.size() && devices[k + 1] == devices[k] + 1 &&
-             devices[k + 1] / per == unit)
-        ++k;
-      const int a = devices[i] % per, b = devices[k] % per;
-      if (!ranges.empty()) ranges += ',';
-      ranges += a == b ? std::to_string(a) : fmt::format("{}-{}", a, b);
-      i = k + 1;
-    }
-    if (units < limit) {
-      const std::string name = device_name(spec, unit * per);
-      if (!out.empty()) out += ' ';
-      out.append(name, 0, name.rfind(':'));
-      out += ':';
-      out += ranges;
-    }
-    ++units;
-  }
-  if (units > limit)
-    out += fmt::format(" and {} more {}", units - limit, trays ? "hosts" : "servers");
-  return out;
-}
-
 }  // namespace topoplan

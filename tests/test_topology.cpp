@@ -5,7 +5,6 @@
 #include "helpers.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/fingerprint.hpp"
-#include "topoplan/placement.hpp"
 
 using namespace topoplan;
 

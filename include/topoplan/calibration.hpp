@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "topoplan/job.hpp"
 #include "topoplan/topology.hpp"
 
 namespace topoplan {
@@ -49,8 +50,8 @@ struct Calibration {
   /// 16-bit, write the row-wise and the column-wise NVFP4 copies, each with its block scales),
   /// and quantized column-wise only from the 16-bit tensor a norm or activation wrote (NVFP4's
   /// block scales run along one dimension: the transposed copy cannot be read off the other).
-  double nvfp4_cast_transpose_bytes = 2 + 2 * (0.5 + 1.0 / 16.0);
-  double nvfp4_requantize_bytes = 2 + (0.5 + 1.0 / 16.0);
+  double nvfp4_cast_transpose_bytes = 2 + 2 * kNvfp4BytesPerElement;
+  double nvfp4_requantize_bytes = 2 + kNvfp4BytesPerElement;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
   /// Achieved fraction of the host link's bandwidth for activation offloading copies.

@@ -46,8 +46,9 @@ struct LinearPassTimes {
                                                     const Calibration& cal, double rate,
                                                     double size);
 
-/// The same for NVFP4 GEMMs: no shape measurements, every pass at `rate` x `size`.
-[[nodiscard]] LinearPassTimes nvfp4_linear_pass_times(double rate, double size);
+/// Every pass at `rate` x `size` (the one-dimension size rule): FP8 GEMMs without shape
+/// measurements, and NVFP4 GEMMs (none measured).
+[[nodiscard]] LinearPassTimes size_rule_pass_times(double rate, double size);
 
 /// HBM bytes per token per layer on one GPU of FP8 training's casts (Transformer Engine's
 /// recipe): the attention output cast and transposed before its projection; the four GEMMs'

@@ -85,6 +85,9 @@ struct JobSpec {
 /// Whether training in `d` runs the linear layers' multiplies in a low-precision format (fp8,
 /// nvfp4) and keeps bf16 elsewhere.
 [[nodiscard]] bool low_precision_linear(Dtype d);
+/// Whether the data-parallel parameter all-gathers move the layers' weights in the training's
+/// low-precision format: --fp8-param-gather with fp8, --fp4-param-gather with nvfp4.
+[[nodiscard]] bool low_precision_param_gather(const JobSpec& j);
 /// Bytes per element of a training job's activations and TP traffic: bf16 for fp8 and nvfp4
 /// training.
 [[nodiscard]] double activation_bytes(const JobSpec& j);

@@ -46,10 +46,4 @@ struct Placement {
 /// The usable GPUs in device order (every GPU when none is down).
 [[nodiscard]] std::vector<int> usable_devices(const Cluster& c);
 
-/// Device names grouped by server ("node03:0-2,4-7 node09:5"), or by host where the cluster names
-/// its compute_hosts ("gb020:3"): how reports list idle or down GPUs. At most `limit` servers
-/// (hosts) are named, then "and N more servers" ("hosts").
-[[nodiscard]] std::string devices_string(const ClusterSpec& spec, std::vector<int> devices,
-                                         int limit = 8);
-
 }  // namespace topoplan

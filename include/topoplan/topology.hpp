@@ -198,6 +198,11 @@ void add_down_gpus(ClusterSpec& spec, const std::string& list, const std::string
 /// "node07:3" (or "7:3" without host names), or "gb020:3" (HOST:GPU counted on the host) where the
 /// cluster names its compute_hosts: how reports name a device; add_down_gpus reads it back.
 [[nodiscard]] std::string device_name(const ClusterSpec& spec, int device);
+/// Device names grouped by server ("node03:0-2,4-7 node09:5"), or by host where the cluster names
+/// its compute_hosts ("gb020:3"): how reports list idle or down GPUs. At most `limit` servers
+/// (hosts) are named, then "and N more servers" ("hosts").
+[[nodiscard]] std::string devices_string(const ClusterSpec& spec, std::vector<int> devices,
+                                         int limit = 8);
 
 /// Looks a GPU up by name (presets), used by cluster files that name their GPU.
 using GpuResolver = std::function<GpuSpec(const std::string& name, const std::string& source,

@@ -33,6 +33,17 @@ CLI::Validator positive_up_to(long long max) {
       "");
 }
 
+/// The parameter all-gathers in the training's low-precision format.
+void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
+  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
+               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
+               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
+               "torchao enable_fsdp_float8_all_gather)");
+  cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
+               "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
+               "weights in NVFP4 (Megatron-core --fp4-param-gather)");
+}
+
 }  // namespace
 
 void require_positive_counts(CLI::App& cmd) {
@@ -91,21 +102,6 @@ std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e) 
   }
   return fmt::format("{}: expected {}, got '{}'", flag, expected, what.substr(eq + 3));
 }
-
-namespace {
-
-/// The parameter all-gathers in the training's low-precision format.
-void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
-  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
-               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
-               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
-               "torchao enable_fsdp_float8_all_gather)");
-  cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
-               "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
-               "weights in NVFP4 (Megatron-core --fp4-param-gather)");
-}
-
-}  // namespace
 
 void add_input_options(CLI::App& cmd, InputOptions& o) {
   o.cmd = &cmd;

@@ -117,8 +117,8 @@ std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
   if (j.overlap_grad_reduce) args += " --overlap-grad-reduce";
   if (j.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
   if (j.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
-  if (j.fp8_param_gather && j.dtype == Dtype::fp8) args += " --fp8-param-gather";
-  if (j.fp4_param_gather && j.dtype == Dtype::nvfp4) args += " --fp4-param-gather";
+  if (low_precision_param_gather(j))
+    args += j.dtype == Dtype::fp8 ? " --fp8-param-gather" : " --fp4-param-gather";
   if (j.dp_bucket_params > 0) args += fmt::format(" --ddp-bucket-size {}", j.dp_bucket_params);
   if (j.tp_comm_overlap) args += " --tp-comm-overlap";
   if (j.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";
