@@ -1,0 +1,97 @@
+// The calibration's error table: each run's measured and predicted figure, and the fit and
+// held-back summaries (calibrate's text, markdown and JSON).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "topoplan/calibration_runs.hpp"
+
+namespace topoplan {
+
+CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {
+  CalibrationSummary s;
+  auto add = [](ErrorSummary& e, double err) {
+    e.mean = (e.mean * e.runs + err) / (e.runs + 1);
+    e.worst = std::max(e.worst, err);
+    ++e.runs;
+  };
+  for (const auto& x : r) {
+    if (!x.checked) continue;
+    const double err = std::abs(x.error());
+    add(s.all, err);
+    add(x.held_out ? s.held_out : s.fit, err);
+  }
+  return s;
+}
+
+namespace {
+
+std::string summary_line(const char* what, const ErrorSummary& e) {
+  return fmt::format("{}: {} runs; mean absolute error {:.2f}%, worst {:.2f}%", what, e.runs,
+                     100 * e.mean, 100 * e.worst);
+}
+
+}  // namespace
+
+std::string calibration_report(const std::vector<CalibrationResult>& r, const std::string& format) {
+  const CalibrationSummary sum = summarize(r);
+  const int n = sum.all.runs;
+  const double mean = sum.all.mean, worst = sum.all.worst;
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["schema"] = "topoplan.calibration/v1";
+    j["mean_abs_error"] = mean;
+    j["max_abs_error"] = worst;
+    j["fit_mean_abs_error"] = sum.fit.mean;
+    j["fit_max_abs_error"] = sum.fit.worst;
+    j["held_out_mean_abs_error"] = sum.held_out.mean;
+    j["held_out_max_abs_error"] = sum.held_out.worst;
+    auto rows = nlohmann::ordered_json::array();
+    for (const auto& x : r)
+      rows.push_back({{"name", x.name},
+                      {"metric", x.metric},
+                      {"measured", x.measured},
+                      {"predicted", x.predicted},
+                      {"error", x.error()},
+                      {"checked", x.checked},
+                      {"held_out", x.held_out},
+                      {"note", x.note},
+                      {"source", x.source},
+                      {"family", x.family},
+                      {"kind", to_string(x.kind)},
+                      {"arch", to_string(x.arch)},
+                      {"precision", precision_name(x.precision)},
+                      {"moe", x.moe}});
+    j["runs"] = rows;
+    return j.dump(2) + "\n";
+  }
+  std::string out;
+  const bool md = format == "markdown";
+  if (md) {
+    out += "| run | set | metric | published | topoplan | error | plan found / note |\n";
+    out += "|---|---|---|---|---|---|---|\n";
+  } else {
+    out += fmt::format("{:<62} {:<9} {:<24} {:>10} {:>10} {:>8}  {}\n", "run", "set", "metric",
+                       "published", "topoplan", "error", "plan found / note");
+  }
+  for (const auto& x : r) {
+    const std::string err = fmt::format("{:+.1f}%{}", 100 * x.error(), x.checked ? "" : " *");
+    const char* set = x.held_out ? "held back" : "fit";
+    if (md)
+      out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | {} | {} |\n", x.name, set, x.metric,
+                         x.measured, x.predicted, err, x.note);
+    else
+      out += fmt::format("{:<62} {:<9} {:<24} {:>10.4g} {:>10.4g} {:>8}  {}\n", x.name, set,
+                         x.metric, x.measured, x.predicted, err, x.note);
+  }
+  out += fmt::format("{}checked runs: {}; mean absolute error {:.2f}%, worst {:.2f}%{}\n",
+                     md ? "\n" : "\n", n, 100 * mean, 100 * worst,
+                     md ? " (* = shown, not checked)" : "  (* = shown, not checked)");
+  out += fmt::format("{}{}\n{}{}\n", md ? "\n" : "", summary_line("fit", sum.fit), md ? "\n" : "",
+                     summary_line("held back", sum.held_out));
+  return out;
+}
+
+}  // namespace topoplan
