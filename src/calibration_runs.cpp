@@ -200,7 +200,7 @@ constexpr std::array<const char*, 3> kRunKindNames{"training", "inference", "col
 const char* to_string(RunKind k) { return detail::name_of(kRunKindNames, k); }
 
 namespace {
-constexpr std::array<const char*, 3> kPrecisionNames{"16-bit", "fp8", "nvfp4"};
+constexpr std::array<const char*, 4> kPrecisionNames{"16-bit", "fp8", "nvfp4", "mxfp8"};
 }  // namespace
 
 const char* precision_name(Precision p) { return detail::name_of(kPrecisionNames, p); }
@@ -208,6 +208,7 @@ const char* precision_name(Precision p) { return detail::name_of(kPrecisionNames
 Precision precision_of(Dtype d) {
   return d == Dtype::fp8     ? Precision::fp8
          : d == Dtype::nvfp4 ? Precision::nvfp4
+         : d == Dtype::mxfp8 ? Precision::mxfp8
                              : Precision::bits16;
 }
 

@@ -98,4 +98,9 @@ double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal) {
   return cal.nvfp4_cast_transpose_bytes * e.both + cal.nvfp4_requantize_bytes * e.transposed;
 }
 
+double mxfp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+  const CastElements e = cast_elements(m, tp);
+  return cal.mxfp8_cast_transpose_bytes * e.both + cal.mxfp8_requantize_bytes * e.transposed;
+}
+
 }  // namespace topoplan

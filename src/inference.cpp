@@ -26,10 +26,11 @@ constexpr std::array<const char*, kRuntimes> kRuntimeNames{"tensorrt-llm", "fast
 
 Dtype parse_serving_dtype(const std::string& s, const std::string& what) {
   const Dtype d = parse_dtype(s, what);
-  if (d == Dtype::nvfp4)
+  if (d == Dtype::nvfp4 || d == Dtype::mxfp8)
     throw_input(what, "",
-                "expected bf16, fp16 or fp8 when serving, got 'nvfp4' (a training format here: "
-                "FP4 serving is not modelled)");
+                fmt::format("expected bf16, fp16 or fp8 when serving, got '{}' (a training format "
+                            "here: {} serving is not modelled)",
+                            to_string(d), d == Dtype::nvfp4 ? "FP4" : "MXFP8"));
   return d;
 }
 

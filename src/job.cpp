@@ -14,14 +14,17 @@ double dtype_bytes(Dtype d) {
     case Dtype::fp16: return 2.0;
     case Dtype::fp8: return 1.0;
     case Dtype::nvfp4: return kNvfp4BytesPerElement;
+    case Dtype::mxfp8: return kMxfp8BytesPerElement;
   }
   return 2.0;
 }
 
-bool low_precision_linear(Dtype d) { return d == Dtype::fp8 || d == Dtype::nvfp4; }
+bool low_precision_linear(Dtype d) {
+  return d == Dtype::fp8 || d == Dtype::nvfp4 || d == Dtype::mxfp8;
+}
 
 bool low_precision_param_gather(const JobSpec& j) {
-  return (j.fp8_param_gather && j.dtype == Dtype::fp8) ||
+  return (j.fp8_param_gather && (j.dtype == Dtype::fp8 || j.dtype == Dtype::mxfp8)) ||
          (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
 }
 
@@ -30,7 +33,7 @@ double activation_bytes(const JobSpec& j) {
 }
 
 namespace {
-constexpr std::array<const char*, 4> kDtypeNames{"bf16", "fp16", "fp8", "nvfp4"};
+constexpr std::array<const char*, 5> kDtypeNames{"bf16", "fp16", "fp8", "nvfp4", "mxfp8"};
 }  // namespace
 
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }
@@ -64,6 +67,11 @@ void validate(const JobSpec& j, const GpuSpec& gpu) {
     throw_input(
         "dtype", "",
         fmt::format("nvfp4 training needs FP4 tensor cores; {} has none (fp4_TFLOPs)", gpu.name));
+  if (j.dtype == Dtype::mxfp8 && !(gpu.peak_flops_fp8 > 0 && gpu.arch >= Arch::blackwell))
+    throw_input("dtype", "",
+                fmt::format("mxfp8 training needs block-scaled FP8 tensor cores (a Blackwell GPU "
+                            "with fp8_TFLOPs); {} is {}",
+                            gpu.name, to_string(gpu.arch)));
 }
 
 }  // namespace topoplan

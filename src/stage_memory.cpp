@@ -86,7 +86,8 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
                          (m.spec.gated_mlp ? h / sp_div : 0.0);
     return 2.0 * tokens * saved;
   }
-  // fp8 and nvfp4 training save the linear layers' quantized inputs (1 byte, or NVFP4's 0.5625).
+  // fp8, nvfp4 and mxfp8 training save the linear layers' quantized inputs (1 byte, NVFP4's 0.5625,
+  // MXFP8's 1.03125).
   const bool low = low_precision_linear(j.dtype);
   const double q = low ? dtype_bytes(j.dtype) : 2.0;
   // Two norm inputs, the QKV and FC1 inputs (2 bytes each, q for the quantized ones), two masks.

@@ -362,17 +362,30 @@ TEST_CASE("FP8 TP all-gathers (torchtitan's Float8 TP) cut TP traffic only for f
   CHECK(no_sp.comm[Dim::tp] == Approx(eval(c, m, j, p).comm[Dim::tp]));
 }
 
+namespace {
+
+/// Megatron-Bridge's Llama 3 70B recipe on one NVL72 rack: 64 GPUs, TP 2, PP 4, VP 5, 8k tokens.
+struct RackRun {
+  Plan p;
+  JobSpec j;
+};
+RackRun llama70b_rack_run(Dtype d) {
+  RackRun r{plan(2, 4, 8), {}};
+  r.p.vpp = 5;
+  r.p.sequence_parallel = true;
+  r.j.seq_len = 8192;
+  r.j.global_batch = 256;
+  r.j.gpus = 64;
+  r.j.dtype = d;
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP4 GPUs only") {
   Cluster c = test::preset_cluster("gb300-nvl72", 1);
   Model m = test::preset_model("llama3-70b");
-  Plan p = plan(2, 4, 8);
-  p.vpp = 5;
-  p.sequence_parallel = true;
-  JobSpec j;
-  j.seq_len = 8192;
-  j.global_batch = 256;
-  j.gpus = 64;
-  j.dtype = Dtype::fp8;
+  auto [p, j] = llama70b_rack_run(Dtype::fp8);
   const Evaluation fp8 = eval(c, m, j, p);
   j.dtype = Dtype::nvfp4;
   const Evaluation fp4 = eval(c, m, j, p);
@@ -405,6 +418,46 @@ TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP
   // A GPU without FP4 tensor cores cannot train in NVFP4.
   CHECK_THROWS_WITH(validate(j, test::preset_cluster("dgx-h100", 1).gpu()),
                     Catch::Contains("nvfp4 training needs FP4 tensor cores"));
+  CHECK_NOTHROW(validate(j, c.gpu()));
+}
+
+TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell GPUs only") {
+  Cluster c = test::preset_cluster("gb200-nvl72", 1);
+  Model m = test::preset_model("llama3-70b");
+  auto [p, j] = llama70b_rack_run(Dtype::fp8);
+  const Evaluation fp8 = eval(c, m, j, p);
+  j.dtype = Dtype::mxfp8;
+  const Evaluation mx = eval(c, m, j, p);
+  // The multiplies run on the same FP8 tensor cores at the same rate: the matmul time is FP8's.
+  CHECK(mx.compute.matmul == Approx(fp8.compute.matmul));
+  // Each quantization writes 1 + 1/32 bytes per element, and the copies the per-tensor recipe
+  // only transposes are quantized again from bf16 (read 2, write 1.03125 instead of read 1,
+  // write 1): more element-wise traffic than FP8's.
+  const Calibration cal;
+  const double fp8_bytes = fp8_cast_bytes(m, 2, cal), mx_bytes = mxfp8_cast_bytes(m, 2, cal);
+  CHECK(mx_bytes > fp8_bytes);
+  CHECK(mx_bytes < 1.5 * fp8_bytes);
+  CHECK(mx.compute.elementwise > fp8.compute.elementwise);
+  CHECK(mx.step_time > fp8.step_time);
+  // Saved quantized inputs at 1.03125 bytes: a little above FP8's 1, below bf16's 2.
+  j.dtype = Dtype::fp8;
+  const double fp8_act = layer_activation_bytes(m, j, p, Recompute::none);
+  j.dtype = Dtype::bf16;
+  const double bf16_act = layer_activation_bytes(m, j, p, Recompute::none);
+  j.dtype = Dtype::mxfp8;
+  const double mx_act = layer_activation_bytes(m, j, p, Recompute::none);
+  CHECK(mx_act > fp8_act);
+  CHECK(mx_act < bf16_act);
+  // --fp8-param-gather gathers the layers' weights in MXFP8 (1.03125 bytes per parameter).
+  Plan z = plan(1, 4, 16);
+  j.fp8_param_gather = false;
+  const PlanCore bf16_gather = prepare(c, m, j, z, cal);
+  j.fp8_param_gather = true;
+  const PlanCore mx_gather = prepare(c, m, j, z, cal);
+  CHECK(mx_gather.dense_param_bytes < 0.6 * bf16_gather.dense_param_bytes);
+  // Hopper has FP8 tensor cores but no block-scaled ones.
+  CHECK_THROWS_WITH(validate(j, test::preset_cluster("dgx-h100", 1).gpu()),
+                    Catch::Contains("mxfp8 training needs block-scaled FP8 tensor cores"));
   CHECK_NOTHROW(validate(j, c.gpu()));
 }
 

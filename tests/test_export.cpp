@@ -62,6 +62,19 @@ ImportedPlan read_back(const std::string& text) {
   return parse_megatron_args(text.substr(text.rfind('\n', text.size() - 2) + 1), "args");
 }
 
+/// The arguments for Llama 3 8B on 4 x 8 B200 (TP 8, DP 4, distributed optimizer) in `d`,
+/// parameters gathered in the low-precision format.
+std::string low_precision_args(Dtype d) {
+  JobSpec j;
+  j.dtype = d;
+  j.fp8_param_gather = d != Dtype::nvfp4;
+  j.fp4_param_gather = d == Dtype::nvfp4;
+  Plan p = make(8, 1, 1, 4, 1);
+  p.zero = 1;
+  return megatron_args_for(test::preset_cluster("dgx-b200", 4), test::preset_model("llama3-8b"), j,
+                           p);
+}
+
 }  // namespace
 
 TEST_CASE("exported groups equal Megatron-LM's, dense and expert, for both orders") {
@@ -459,14 +472,7 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
 
 TEST_CASE(
     "Megatron-LM: nvfp4 training is written as --fp4-format (and its gathers) and read back") {
-  Cluster c = test::preset_cluster("dgx-b200", 4);
-  Model m = test::preset_model("llama3-8b");
-  JobSpec j;
-  j.dtype = Dtype::nvfp4;
-  j.fp4_param_gather = true;
-  Plan p = make(8, 1, 1, 4, 1);
-  p.zero = 1;
-  const std::string text = megatron_args_for(c, m, j, p);
+  const std::string text = low_precision_args(Dtype::nvfp4);
   CHECK_THAT(text, Catch::Contains("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"));
   CHECK_THAT(text, Catch::Contains("--fp4-param-gather"));
   CHECK_THAT(text, !Catch::Contains("--fp8-format"));
@@ -479,6 +485,21 @@ TEST_CASE(
   const ImportedPlan order = parse_megatron_args("--bf16 --fp4-format e2m1", "args");
   REQUIRE(order.dtype);
   CHECK(*order.dtype == Dtype::nvfp4);
+}
+
+TEST_CASE("Megatron-LM: mxfp8 training is written as --fp8-recipe mxfp8 and read back") {
+  const std::string text = low_precision_args(Dtype::mxfp8);
+  CHECK_THAT(text, Catch::Contains("--bf16 --fp8-format e4m3 --fp8-recipe mxfp8"));
+  CHECK_THAT(text, Catch::Contains("--fp8-param-gather"));
+  const ImportedPlan back = read_back(text);
+  REQUIRE(back.dtype);
+  CHECK(*back.dtype == Dtype::mxfp8);
+  // The recipe before the format, as scripts may pass them: still MXFP8; another recipe is FP8;
+  // the recipe without --fp8-format trains in bf16, as Megatron-LM does.
+  CHECK(*parse_megatron_args("--fp8-recipe mxfp8 --fp8-format e4m3", "args").dtype == Dtype::mxfp8);
+  CHECK(*parse_megatron_args("--fp8-format e4m3 --fp8-recipe tensorwise", "args").dtype ==
+        Dtype::fp8);
+  CHECK(*parse_megatron_args("--bf16 --fp8-recipe mxfp8", "args").dtype == Dtype::bf16);
 }
 
 TEST_CASE("Megatron-LM: --grad-reduce-in-bf16 is written for bf16 gradients and read back") {

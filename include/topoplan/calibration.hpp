@@ -52,6 +52,11 @@ struct Calibration {
   /// block scales run along one dimension: the transposed copy cannot be read off the other).
   double nvfp4_cast_transpose_bytes = 2 + 2 * kNvfp4BytesPerElement;
   double nvfp4_requantize_bytes = 2 + kNvfp4BytesPerElement;
+  /// The same two for MXFP8 (kMxfp8BytesPerElement per element written): its block scales also
+  /// run along one dimension, so Transformer Engine's MXFP8 quantizer writes both copies from
+  /// the 16-bit tensor.
+  double mxfp8_cast_transpose_bytes = 2 + 2 * kMxfp8BytesPerElement;
+  double mxfp8_requantize_bytes = 2 + kMxfp8BytesPerElement;
   /// Achieved fraction of HBM bandwidth for element-wise kernels (norms, activations, softmax).
   double hbm_efficiency = 0.80;
   /// Achieved fraction of the host link's bandwidth for activation offloading copies.

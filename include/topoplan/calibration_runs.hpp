@@ -18,9 +18,10 @@ namespace topoplan {
 /// collective.
 enum class RunKind : std::uint8_t { training, inference, collective };
 [[nodiscard]] const char* to_string(RunKind k);
-/// A run's precision class: FP8 or NVFP4 training (or weights when serving), else 16-bit.
-enum class Precision : std::uint8_t { bits16, fp8, nvfp4 };
-/// "16-bit", "fp8" or "nvfp4".
+/// A run's precision class: FP8, NVFP4 or MXFP8 training (or FP8 weights when serving), else
+/// 16-bit.
+enum class Precision : std::uint8_t { bits16, fp8, nvfp4, mxfp8 };
+/// "16-bit", "fp8", "nvfp4" or "mxfp8".
 [[nodiscard]] const char* precision_name(Precision p);
 /// The class of a training dtype, or of a serving run's weights.
 [[nodiscard]] Precision precision_of(Dtype d);

@@ -62,4 +62,8 @@ struct LinearPassTimes {
 /// quantized column-wise again from 16-bit (nvfp4_requantize_bytes).
 [[nodiscard]] double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal);
 
+/// The same under mxfp8 training, in MXFP8 (Calibration::mxfp8_cast_transpose_bytes,
+/// mxfp8_requantize_bytes): its block scales, too, run along one dimension.
+[[nodiscard]] double mxfp8_cast_bytes(const Model& m, double tp, const Calibration& cal);
+
 }  // namespace topoplan

@@ -12,13 +12,19 @@ namespace topoplan {
 /// in FP8 (Transformer Engine's recipe) and keeps bf16 for everything else (activations, attention,
 /// the logits, TP traffic, gradients), or nvfp4, the same with the linear layers' multiplies in
 /// NVFP4 (4-bit E2M1 values, one E4M3 scale per 16; Transformer Engine's NVFP4BlockScaling recipe:
-/// forward, data and weight gradients). Inference: the format of the weights and the KV cache.
-enum class Dtype { bf16, fp16, fp8, nvfp4 };
+/// forward, data and weight gradients), or mxfp8, the FP8 multiplies with a shared power-of-two
+/// scale per 32 elements instead of one per tensor (OCP Microscaling MXFP8 E4M3; Transformer
+/// Engine's MXFP8BlockScaling, Blackwell's block-scaled tensor cores at the FP8 rate).
+/// Inference: the format of the weights and the KV cache.
+enum class Dtype { bf16, fp16, fp8, nvfp4, mxfp8 };
 
 /// NVFP4's bytes per element: a 4-bit value and a 1-byte E4M3 scale per block of 16 (NVIDIA's
 /// format; Transformer Engine's NVFP4BlockScaling; the second-level fp32 scale per tensor is
 /// negligible).
 inline constexpr double kNvfp4BytesPerElement = 0.5 + 1.0 / 16.0;
+/// MXFP8's bytes per element: an 8-bit E4M3 value and a 1-byte E8M0 scale per block of 32 (OCP
+/// Microscaling Formats (MX) v1.0 specification, section 5.3, MXFP8).
+inline constexpr double kMxfp8BytesPerElement = 1.0 + 1.0 / 32.0;
 
 struct JobSpec {
   std::int64_t seq_len = 4096;      ///< tokens per sequence
@@ -50,7 +56,7 @@ struct JobSpec {
   /// (Megatron-LM --grad-reduce-in-bf16, NeMo's grad_sync_dtype: bf16): half the gradient memory
   /// and DP traffic. fp16 training reduces in fp16 either way.
   bool grad_reduce_bf16 = false;
-  /// With fp8 training and a sharded optimizer (ZeRO >= 1), the data-parallel parameter
+  /// With fp8 (or mxfp8) training and a sharded optimizer (ZeRO >= 1), the data-parallel parameter
   /// all-gathers move the transformer layers' weights in FP8, 1 byte per parameter (Megatron-core
   /// --fp8-param-gather, NeMo's FP8_PARAMS / fp8_params, Megatron-Bridge's FP8 recipes, torchao's
   /// enable_fsdp_float8_all_gather); the embedding and the output layer stay 16-bit, and so do
@@ -80,16 +86,16 @@ struct JobSpec {
   double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };
 
-/// Bytes per element: NVFP4 counts its scales (0.5 + 1/16).
+/// Bytes per element: NVFP4 and MXFP8 count their block scales (0.5 + 1/16, 1 + 1/32).
 [[nodiscard]] double dtype_bytes(Dtype d);
 /// Whether training in `d` runs the linear layers' multiplies in a low-precision format (fp8,
-/// nvfp4) and keeps bf16 elsewhere.
+/// nvfp4, mxfp8) and keeps bf16 elsewhere.
 [[nodiscard]] bool low_precision_linear(Dtype d);
 /// Whether the data-parallel parameter all-gathers move the layers' weights in the training's
-/// low-precision format: --fp8-param-gather with fp8, --fp4-param-gather with nvfp4.
+/// low-precision format: --fp8-param-gather with fp8 or mxfp8, --fp4-param-gather with nvfp4.
 [[nodiscard]] bool low_precision_param_gather(const JobSpec& j);
-/// Bytes per element of a training job's activations and TP traffic: bf16 for fp8 and nvfp4
-/// training.
+/// Bytes per element of a training job's activations and TP traffic: bf16 for fp8, nvfp4 and
+/// mxfp8 training.
 [[nodiscard]] double activation_bytes(const JobSpec& j);
 [[nodiscard]] const char* to_string(Dtype d);
 /// Parsers for flag values; InputError names `what` (the flag) on a bad value.
@@ -104,7 +110,8 @@ inline constexpr std::int64_t kMaxDpBucketParams = std::int64_t{1} << 40;
 void validate(const JobSpec& j);
 struct GpuSpec;
 /// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file),
-/// nvfp4 training FP4 ones (`fp4_TFLOPs`).
+/// nvfp4 training FP4 ones (`fp4_TFLOPs`), mxfp8 training block-scaled FP8 ones (FP8 tensor
+/// cores on a Blackwell-generation GPU).
 void validate(const JobSpec& j, const GpuSpec& gpu);
 
 }  // namespace topoplan

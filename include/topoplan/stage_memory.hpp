@@ -56,7 +56,8 @@ struct LoadedStage {
 /// no dropout masks when the model has no dropout (8 sbh instead of 10 replicated). fp8
 /// training (Transformer Engine) keeps the FP8 copy of each linear layer's input for the
 /// backward: the QKV, FC1 and FC2 inputs take 1 byte instead of 2, the projection's adds one;
-/// nvfp4 training the same with NVFP4's 0.5625 bytes (kNvfp4BytesPerElement).
+/// nvfp4 and mxfp8 training the same with NVFP4's 0.5625 bytes and MXFP8's 1.03125 (their
+/// k*BytesPerElement).
 [[nodiscard]] double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p,
                                             Recompute r);
 

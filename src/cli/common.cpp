@@ -35,10 +35,11 @@ CLI::Validator positive_up_to(long long max) {
 
 /// The parameter all-gathers in the training's low-precision format.
 void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
-  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
-               "with --dtype fp8 and ZeRO >= 1, the data-parallel parameter all-gathers move the "
-               "layers' weights in FP8 (Megatron-core --fp8-param-gather, NeMo fp8_params, "
-               "torchao enable_fsdp_float8_all_gather)");
+  cmd.add_flag(
+      "--fp8-param-gather", o.fp8_param_gather,
+      "with --dtype fp8 (or mxfp8) and ZeRO >= 1, the data-parallel parameter all-gathers move the "
+      "layers' weights in FP8 (MXFP8) (Megatron-core --fp8-param-gather, NeMo fp8_params, "
+      "torchao enable_fsdp_float8_all_gather)");
   cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
                "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
                "weights in NVFP4 (Megatron-core --fp4-param-gather)");
@@ -113,7 +114,8 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
   cmd.add_option("--global-batch", o.global_batch, "sequences per optimizer step")
       ->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "bf16, fp16, fp8 or nvfp4 (FP8/NVFP4 linear layers)")
+  cmd.add_option("--dtype", o.dtype,
+                 "bf16, fp16, fp8, nvfp4 or mxfp8 (FP8/NVFP4/MXFP8 linear layers)")
       ->capture_default_str();
   cmd.add_flag("--no-flash-attention", o.no_flash_attention,
                "attention scores are materialised (s^2 memory and HBM traffic)");

@@ -118,7 +118,7 @@ std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
   if (j.overlap_param_gather && p.zero >= 1) args += " --overlap-param-gather";
   if (j.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
   if (low_precision_param_gather(j))
-    args += j.dtype == Dtype::fp8 ? " --fp8-param-gather" : " --fp4-param-gather";
+    args += j.dtype == Dtype::nvfp4 ? " --fp4-param-gather" : " --fp8-param-gather";
   if (j.dp_bucket_params > 0) args += fmt::format(" --ddp-bucket-size {}", j.dp_bucket_params);
   if (j.tp_comm_overlap) args += " --tp-comm-overlap";
   if (j.ep_comm_overlap && p[Dim::ep] > 1) args += " --overlap-moe-expert-parallel-comm";
@@ -142,6 +142,7 @@ std::string export_megatron_args(const ExportContext& x) {
       "--global-batch-size {} --seq-length {} {}",
       p[Dim::tp], p[Dim::pp], p[Dim::cp], p[Dim::ep], p.micro_batch, j.global_batch, j.seq_len,
       j.dtype == Dtype::fp8     ? "--bf16 --fp8-format hybrid"
+      : j.dtype == Dtype::mxfp8 ? "--bf16 --fp8-format e4m3 --fp8-recipe mxfp8"
       : j.dtype == Dtype::nvfp4 ? "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"
                                 : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);

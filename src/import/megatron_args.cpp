@@ -206,7 +206,7 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
 ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
   const std::vector<std::string> tok = tokenize(args, source);
   ImportedPlan out = megatron_defaults();
-  bool saw_tp = false;
+  bool saw_tp = false, mx_recipe = false;
   auto value = [&](std::size_t& i) -> const std::string& {
     if (i + 1 >= tok.size() || tok[i + 1].rfind("--", 0) == 0)
       throw_input(source, tok[i], "expected a value after it");
@@ -253,6 +253,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8
       (void)value(i);
       out.dtype = Dtype::fp8;
+    } else if (f == "--fp8-recipe") {  // mxfp8: FP8 with block scales (only with --fp8-format)
+      mx_recipe = value(i) == "mxfp8";
     } else if (f == "--fp4-format") {  // e2m1: the linear layers in NVFP4
       (void)value(i);
       out.dtype = Dtype::nvfp4;
@@ -262,6 +264,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.dtype = Dtype::fp16;
     }
   }
+  if (mx_recipe && out.dtype == Dtype::fp8) out.dtype = Dtype::mxfp8;
   if (!saw_tp && tok.empty())
     throw_input(source, "",
                 "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");

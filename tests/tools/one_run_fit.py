@@ -7,8 +7,8 @@ asks how far that carries: it splits the held-back, checked training rows of the
 (configs/calibration/runs.json) into groups of one family (a publication or benchmark suite: one
 software stack and era), one GPU architecture and one precision, takes each group's first row in
 corpus order as "your run", fits the one constant that row's GEMMs run at
-(gemm_efficiency.<arch>, or gemm_efficiency_fp8.<arch> / gemm_efficiency_fp4.<arch> for FP8 /
-NVFP4) so that topoplan reproduces it
+(gemm_efficiency.<arch>, or gemm_efficiency_fp8.<arch> / gemm_efficiency_fp4.<arch> for FP8 and
+MXFP8 / NVFP4) so that topoplan reproduces it
 exactly, and predicts the group's other rows with that value. It prints each group's error on
 those other rows before and after, and the whole. It does it twice: with those groups, and with
 groups that also share the model, the sequence length and the model-parallel plan (tp, pp, cp,
@@ -117,7 +117,8 @@ def report(calibrate, base, groups, what):
             continue
         # calibrate's JSON names architectures as the GPU files do (blackwell-ultra); the
         # constants' keys with an underscore (gemm_efficiency_fp8.blackwell_ultra).
-        prefix = {"fp8": "gemm_efficiency_fp8.", "nvfp4": "gemm_efficiency_fp4."}
+        prefix = {"fp8": "gemm_efficiency_fp8.", "mxfp8": "gemm_efficiency_fp8.",
+                  "nvfp4": "gemm_efficiency_fp4."}
         constant = prefix.get(precision, "gemm_efficiency.") + arch.replace("-", "_")
         value = solve(calibrate, constant, names[0])
         if value is None:
