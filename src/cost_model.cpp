@@ -387,6 +387,17 @@ StageTime stage_time(const PlanCore& core, const PlanShapes& sh, const Fabric& f
   return t;
 }
 
+/// The step's time, tokens/s, model FLOP/s per GPU and MFU (16-bit and format peak).
+void set_throughput(Evaluation& e, double model_flops, const Cluster& c, const JobSpec& j,
+                    const Plan& p) {
+  e.step_time = e.time.total();
+  const double step_tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
+  e.tokens_per_s = step_tokens / e.step_time;
+  e.model_flops_per_gpu = model_flops / e.step_time / static_cast<double>(p.world());
+  e.mfu = e.model_flops_per_gpu / c.gpu().peak_flops;
+  e.mfu_format_peak = e.model_flops_per_gpu / format_peak_flops(c.gpu(), j.dtype);
+}
+
 }  // namespace
 
 Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, const Cluster& c,
@@ -461,12 +472,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.comm[Dim::dp] = dp.total;
   e.memory = core.memory;
   e.fits = core.fits;
-  e.step_time = e.time.total();
-  const double step_tokens = static_cast<double>(j.global_batch) * static_cast<double>(j.seq_len);
-  e.tokens_per_s = step_tokens / e.step_time;
-  const double gpus = static_cast<double>(p.world());
-  e.model_flops_per_gpu = core.model_flops / e.step_time / gpus;
-  e.mfu = e.model_flops_per_gpu / c.gpu().peak_flops;
+  set_throughput(e, core.model_flops, c, j, p);
   return e;
 }
 
@@ -478,7 +484,8 @@ Evaluation evaluate(const Cluster& c, const Model& m, const JobSpec& j, const Pl
   PlanCore core = prepare(c, m, j, p, cal);
   apply_stage_speeds(core, m, j, p, cal, stage_gpus(c, p, map));
   Evaluation e = finish(core, plan_shapes(c, map), make_fabric(c, cal), c, j, p, cal);
-  e.mfu = e.model_flops_per_gpu / mean_peak_flops(c, p, map);
+  e.mfu = e.model_flops_per_gpu / mean_peak_flops(c, p, map, Dtype::bf16);
+  e.mfu_format_peak = e.model_flops_per_gpu / mean_peak_flops(c, p, map, j.dtype);
   return e;
 }
 

@@ -58,6 +58,12 @@ void validate(const JobSpec& j) {
                             kMaxDpBucketParams, j.dp_bucket_params));
 }
 
+double format_peak_flops(const GpuSpec& gpu, Dtype d) {
+  if ((d == Dtype::fp8 || d == Dtype::mxfp8) && gpu.peak_flops_fp8 > 0) return gpu.peak_flops_fp8;
+  if (d == Dtype::nvfp4 && gpu.peak_flops_fp4 > 0) return gpu.peak_flops_fp4;
+  return gpu.peak_flops;
+}
+
 void validate(const JobSpec& j, const GpuSpec& gpu) {
   if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
     throw_input(

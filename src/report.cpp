@@ -352,8 +352,12 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       p.sequence_parallel ? "on" : "off");
   out += fmt::format(
       "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
-      "{:.1f}%\n",
-      e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu);
+      "{:.1f}%{}\n",
+      e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu,
+      low_precision_linear(ctx.job.dtype)
+          ? fmt::format(" ({:.1f}% of the {} peak)", 100 * e.mfu_format_peak,
+                        ctx.job.dtype == Dtype::nvfp4 ? "FP4" : "FP8")
+          : std::string());
   out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n", units::to_GiB(e.memory.total()),
                      units::to_GiB(c.gpu().memory_bytes),
                      e.fits ? "fits" : "DOES NOT FIT (" + infeasible_reason(ctx, e) + ")");
@@ -454,6 +458,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["tokens_per_s"] = sig(e.tokens_per_s);
   j["model_tflops_per_gpu"] = sig(units::to_TFLOPs(e.model_flops_per_gpu));
   j["mfu"] = sig(e.mfu, 4);
+  j["mfu_format_peak"] = sig(e.mfu_format_peak, 4);
   j["memory_gib_per_gpu"] = sig(units::to_GiB(e.memory.total()), 4);
   j["compute_split"] = {{"matmul_s", sig(e.compute.matmul)},
                         {"elementwise_s", sig(e.compute.elementwise)}};

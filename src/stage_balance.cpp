@@ -80,9 +80,9 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
   }
 }
 
-double mean_peak_flops(const Cluster& c, const Plan& p, const Mapping& map) {
+double mean_peak_flops(const Cluster& c, const Plan& p, const Mapping& map, Dtype d) {
   double sum = 0;
-  for (std::int64_t r = 0; r < p.world(); ++r) sum += c.gpu_of(map.device(r)).peak_flops;
+  for (std::int64_t r = 0; r < p.world(); ++r) sum += format_peak_flops(c.gpu_of(map.device(r)), d);
   return sum / static_cast<double>(p.world());
 }
 

@@ -415,6 +415,9 @@ TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP
   CHECK(fp8_act < bf16_act);
   // TP traffic stays bf16.
   CHECK(fp4.comm[Dim::tp] == Approx(fp8.comm[Dim::tp]));
+  // Against the 16-bit peak an NVFP4 run can pass 100%; against the FP4 peak it cannot.
+  CHECK(fp4.mfu_format_peak == Approx(fp4.model_flops_per_gpu / c.gpu().peak_flops_fp4));
+  CHECK(fp4.mfu_format_peak < 1.0);
   // A GPU without FP4 tensor cores cannot train in NVFP4.
   CHECK_THROWS_WITH(validate(j, test::preset_cluster("dgx-h100", 1).gpu()),
                     Catch::Contains("nvfp4 training needs FP4 tensor cores"));
@@ -455,6 +458,10 @@ TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell
   j.fp8_param_gather = true;
   const PlanCore mx_gather = prepare(c, m, j, z, cal);
   CHECK(mx_gather.dense_param_bytes < 0.6 * bf16_gather.dense_param_bytes);
+  // MFU is against the 16-bit peak; mfu_format_peak against the FP8 one the multiplies run at.
+  CHECK(mx.mfu == Approx(mx.model_flops_per_gpu / c.gpu().peak_flops));
+  CHECK(mx.mfu_format_peak == Approx(mx.model_flops_per_gpu / c.gpu().peak_flops_fp8));
+  CHECK(mx.mfu_format_peak < mx.mfu);
   // Hopper has FP8 tensor cores but no block-scaled ones.
   CHECK_THROWS_WITH(validate(j, test::preset_cluster("dgx-h100", 1).gpu()),
                     Catch::Contains("mxfp8 training needs block-scaled FP8 tensor cores"));

@@ -15,9 +15,10 @@ TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up"
   auto doc = nlohmann::json::parse(evaluation_json(RunContext{c, m, j, Calibration{}}, p, e));
   CHECK(doc["schema"] == "topoplan.plan/v1");
   for (const char* key :
-       {"step_time_s", "tokens_per_s", "mfu", "model_tflops_per_gpu", "memory_gib_per_gpu", "fits",
-        "breakdown", "tp", "pp", "dp", "micro_batch", "order"})
+       {"step_time_s", "tokens_per_s", "mfu", "mfu_format_peak", "model_tflops_per_gpu",
+        "memory_gib_per_gpu", "fits", "breakdown", "tp", "pp", "dp", "micro_batch", "order"})
     CHECK(doc.contains(key));
+  CHECK(doc["mfu_format_peak"] == doc["mfu"]);  // bf16: the same peak
   CHECK(doc["tp"] == 8);
   CHECK(doc["order"] == "tp-cp-ep-dp-pp");
   double sum = 0;

@@ -61,8 +61,11 @@ struct Evaluation {
   double step_time = 0;  ///< seconds
   double tokens_per_s = 0;
   double model_flops_per_gpu = 0;  ///< model FLOP/s per GPU (no recomputation counted)
-  double mfu = 0;                  ///< model_flops_per_gpu / dense peak
-  int microbatches = 0;            ///< per pipeline per step
+  double mfu = 0;                  ///< model_flops_per_gpu / dense (16-bit) peak
+  /// model_flops_per_gpu / the dense peak of the training's format (format_peak_flops): MFU
+  /// against the FP8 peak for fp8 and mxfp8, the FP4 peak for nvfp4; mfu for 16-bit training.
+  double mfu_format_peak = 0;
+  int microbatches = 0;  ///< per pipeline per step
   TimeBreakdown time;
   ComputeSplit compute;
   DimArray<double> comm{};  ///< seconds per step each dimension communicates, hidden or not

@@ -113,5 +113,8 @@ struct GpuSpec;
 /// nvfp4 training FP4 ones (`fp4_TFLOPs`), mxfp8 training block-scaled FP8 ones (FP8 tensor
 /// cores on a Blackwell-generation GPU).
 void validate(const JobSpec& j, const GpuSpec& gpu);
+/// The dense peak of the format training in `d` runs its linear layers' multiplies in: the FP8
+/// peak for fp8 and mxfp8, the FP4 peak for nvfp4, else the 16-bit one (FLOP/s).
+[[nodiscard]] double format_peak_flops(const GpuSpec& gpu, Dtype d);
 
 }  // namespace topoplan

@@ -27,6 +27,6 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
                         const Calibration& cal, const std::vector<const GpuSpec*>& gpus);
 
 /// The mean dense peak FLOP/s of the GPUs the mapping uses (MFU's denominator when mixed).
-[[nodiscard]] double mean_peak_flops(const Cluster& c, const Plan& p, const Mapping& map);
+[[nodiscard]] double mean_peak_flops(const Cluster& c, const Plan& p, const Mapping& map, Dtype d);
 
 }  // namespace topoplan

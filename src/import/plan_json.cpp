@@ -88,6 +88,7 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                        "tokens_per_s",
                        "model_tflops_per_gpu",
                        "mfu",
+                       "mfu_format_peak",
                        "memory_gib_per_gpu",
                        "breakdown",
                        "compute_split",
