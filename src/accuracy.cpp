@@ -38,6 +38,7 @@ AccuracyBand measure(const Regime& want) {
     if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
     if (level < 1) out.basis = fmt::format("{}, {}", out.basis, precision_name(want.precision));
     if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
+    if (level == 0) out.wanted = out.basis;
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;
   }

@@ -52,14 +52,18 @@ std::string detail::accuracy_line(const AccuracyBand& b) {
            "--calibration FILE measures them)";
   return fmt::format(
       "expected error: {:.1f}% mean, {:.1f}% worst on the {} published {} runs held back from "
-      "the fit (topoplan calibrate)",
-      100.0 * b.held_out.mean, 100.0 * b.held_out.worst, b.held_out.runs, b.basis);
+      "the fit{} (topoplan calibrate)",
+      100.0 * b.held_out.mean, 100.0 * b.held_out.worst, b.held_out.runs, b.basis,
+      b.wanted == b.basis
+          ? std::string()
+          : fmt::format("; fewer than {} checked {} runs, so widened", kMinBandRuns, b.wanted));
 }
 
 ordered_json detail::accuracy_json(const AccuracyBand& b) {
   if (!b.measured) return nullptr;
   ordered_json j;
   j["basis"] = b.basis;
+  j["requested_basis"] = b.wanted;
   j["held_back_runs"] = b.held_out.runs;
   j["mean_abs_error"] = sig(b.held_out.mean, 4);
   j["worst_abs_error"] = sig(b.held_out.worst, 4);

@@ -110,6 +110,7 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
       accuracy_band({RunKind::training, Arch::hopper, Precision::fp8}, Calibration{});
   REQUIRE(h.measured);
   CHECK(h.basis == "training, hopper, fp8, dense");
+  CHECK(h.wanted == h.basis);  // not widened
   const ErrorSummary want = by_hand(RunKind::training, Arch::hopper, Precision::fp8);
   CHECK(h.held_out.runs == want.runs);
   CHECK(h.held_out.mean == Approx(want.mean));
@@ -131,6 +132,7 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
       accuracy_band({RunKind::inference, Arch::blackwell, Precision::fp8}, Calibration{});
   CHECK(by_hand(RunKind::inference, Arch::blackwell, std::nullopt).runs < kMinBandRuns);
   CHECK(b.basis == "inference, dense");
+  CHECK(b.wanted == "inference, blackwell, fp8, dense");  // what was asked, and is not measured
   int inference = 0;
   for (const auto& r : rows) inference += r.held_out && r.checked && r.kind == RunKind::inference;
   CHECK(b.held_out.runs == inference);

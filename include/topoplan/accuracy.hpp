@@ -20,6 +20,9 @@ struct AccuracyBand {
   /// built-in constants only (`topoplan calibrate --calibration FILE` measures others).
   bool measured = false;
   std::string basis;  ///< which runs: "training, hopper, fp8", widened to "training, hopper" ...
+  /// The narrowest basis, the one asked for ("training, blackwell, mxfp8, MoE"): different from
+  /// `basis` when too few held-back runs of that regime were checked and the band widened.
+  std::string wanted;
   ErrorSummary held_out;
 };
 
