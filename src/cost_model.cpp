@@ -27,10 +27,11 @@ double op_recompute_flops(const Model& m) {
 /// Per-token hardware FLOPs of one layer, forward + backward + recomputation.
 double layer_hw_flops(const Model& m, double s, Recompute r) {
   const auto& k = m.counts;
-  const double fwd = k.layer_matmul_flops + k.layer_attention_flops_per_seq * s;
+  const double attention = k.layer_attention_flops_per_seq * s * attention_span_factor(k, s);
+  const double fwd = k.layer_matmul_flops + attention;
   switch (r) {
     case Recompute::none: return 3 * fwd;
-    case Recompute::selective: return 3 * fwd + k.layer_attention_flops_per_seq * s;
+    case Recompute::selective: return 3 * fwd + attention;
     case Recompute::full: return 4 * fwd;
     case Recompute::selective_op: return 3 * fwd + op_recompute_flops(m);
   }
@@ -124,7 +125,8 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
             : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
   const double attn_rate =
       j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
-  const double attn = k.layer_attention_flops_per_seq * s / t;
+  // Sliding-window layers attend to fewer keys (attention_span_factor).
+  const double attn = k.layer_attention_flops_per_seq * s * attention_span_factor(k, s) / t;
   const double linear = k.layer_matmul_flops / t;
   double linear_passes = 3, attn_passes = 3;
   if (p.recompute == Recompute::full) ++linear_passes, ++attn_passes;

@@ -161,9 +161,9 @@ PrefillBreakdown prefill(const Serving& s) {
   const double size = n_min / (n_min + s.cal.gemm_half_dim);
   const double rate = s.gemm * size;
   const double linear_flops = s.tokens * (s.layers * k.layer_matmul_flops + k.logits_flops) / s.tp;
-  // causal attention: a prompt token sees prompt/2 keys on average
-  const double attention_flops =
-      s.tokens * s.layers * k.layer_attention_flops_per_seq * s.prompt / 2 / s.tp;
+  // causal attention: a prompt token sees prompt/2 keys on average (fewer in sliding layers)
+  const double attention_flops = s.tokens * s.layers * k.layer_attention_flops_per_seq * s.prompt /
+                                 2 * attention_span_factor(k, s.prompt) / s.tp;
   const double weight_read = s.weights_read(s.layers, s.expert_read_fraction(s.tokens)) / s.hbm;
   const double elem = s.tokens * s.layers *
                       (s.cal.elementwise_hidden_passes * s.h +
@@ -193,10 +193,12 @@ void decode(const Serving& s, InferenceEval& e) {
   // Read per step: dense weights, and of the experts only those the step's tokens activate (the
   // EP group serves ep micro-batches; each token picks top_k experts).
   const double stage_read = s.weights_read(s.stage_layers, s.expert_read_fraction(s.ep * s.micro));
-  const double stage_kv = s.micro * context * s.stage_layers * s.kv_token_layer;
+  // Sliding-window layers read (and keep) only their window of the cache.
+  const double span = attention_span_factor_at(k, context);
+  const double stage_kv = s.micro * context * span * s.stage_layers * s.kv_token_layer;
   const double stage_flops =
       s.micro *
-      (s.stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context) +
+      (s.stage_layers * (k.layer_matmul_flops + k.layer_attention_flops_per_seq * context * span) +
        k.logits_flops) /
       s.tp;
   const double decode_rate = s.gemm * std::min(1.0, s.micro / (s.micro + s.cal.gemm_half_dim));
@@ -230,7 +232,8 @@ void expert_all_to_alls(const Serving& s, InferenceEval& e) {
 /// prefill's activations and logits, and the reserve.
 void serving_memory(const Serving& s, const GpuSpec& gpu, InferenceEval& e) {
   e.memory_weights = s.stage_layers * s.layer_weights + s.head_weights;  // last stage: head
-  e.memory_kv = s.batch * (s.prompt + static_cast<double>(s.j.output_len)) * s.stage_layers *
+  const double full = s.prompt + static_cast<double>(s.j.output_len);
+  e.memory_kv = s.batch * full * attention_span_factor_at(s.m.counts, full) * s.stage_layers *
                 s.kv_token_layer;
   const double prefill_act =
       s.tokens * (4.0 * s.h + 2.0 * s.m.counts.active_ffn / s.tp) * s.act_bytes;

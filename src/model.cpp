@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "detail/json_input.hpp"
@@ -61,6 +62,8 @@ void validate(const ModelSpec& m, const std::string& source,
   allow(m.qk_nope_head_dim, "qk_nope_head_dim", kMaxModelWidth);
   allow(m.qk_rope_head_dim, "qk_rope_head_dim", kMaxModelWidth);
   allow(m.v_head_dim, "v_head_dim", kMaxModelWidth);
+  allow(m.sliding_window, "sliding_window", kMaxModelFfn);
+  allow(m.sliding_layers, "layer_types", m.layers);
   if (m.heads % m.kv_heads != 0)
     throw_input(
         source, path("num_key_value_heads"),
@@ -132,13 +135,28 @@ ModelCounts count(const ModelSpec& m) {
   c.layer_attention_flops_per_seq = scores;
   c.logits_flops = 2.0 * static_cast<double>(m.vocab * h);
   c.active_params = c.total_params - c.moe_layers * (m.experts - m.top_k) * expert;
+  c.sliding_fraction = static_cast<double>(m.sliding_layers) / static_cast<double>(m.layers);
+  c.sliding_window = static_cast<double>(m.sliding_window);
   return c;
 }
 
+double attention_span_factor(const ModelCounts& c, double s) {
+  const double w = c.sliding_window;
+  if (c.sliding_fraction <= 0 || w <= 0 || s <= w) return 1.0;
+  // Positions 1..s attend to min(p, w) keys; full causal attention to p: mean (s + 1) / 2.
+  const double windowed = (w * (w + 1) / 2 + (s - w) * w) / s;
+  return 1.0 - c.sliding_fraction + c.sliding_fraction * windowed / ((s + 1) / 2);
+}
+
+double attention_span_factor_at(const ModelCounts& c, double context) {
+  const double w = c.sliding_window;
+  if (c.sliding_fraction <= 0 || w <= 0 || context <= w) return 1.0;
+  return 1.0 - c.sliding_fraction + c.sliding_fraction * w / context;
+}
+
 double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s) {
-  double fwd =
-      static_cast<double>(layers) * (c.layer_matmul_flops + c.layer_attention_flops_per_seq * s) +
-      c.logits_flops;
+  const double attention = c.layer_attention_flops_per_seq * s * attention_span_factor(c, s);
+  double fwd = static_cast<double>(layers) * (c.layer_matmul_flops + attention) + c.logits_flops;
   return 3.0 * fwd;  // backward = 2 x forward
 }
 
@@ -180,6 +198,15 @@ std::string model_config_json(const ModelSpec& m) {
     j.update(Json{{"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank}, {"qk_nope_head_dim", m.qk_nope_head_dim},
                   {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim}});
   // clang-format on
+  if (m.sliding_layers > 0) {  // the sliding layers spread evenly; only their count matters
+    Json types = Json::array();
+    for (std::int64_t i = 0; i < m.layers; ++i)
+      types.push_back((i + 1) * m.sliding_layers / m.layers > i * m.sliding_layers / m.layers
+                          ? "sliding_attention"
+                          : "full_attention");
+    j["sliding_window"] = m.sliding_window;
+    j["layer_types"] = types;
+  }
   if (!m.source.empty()) j["source"] = m.source;
   return j.dump();
 }
@@ -256,6 +283,33 @@ void read_mla_keys(const detail::JsonCursor& c, ModelSpec& m) {
   m.kv_heads = m.heads;
 }
 
+/// Sliding-window attention: which layers, and the window (see parse_model_json).
+void read_sliding_window(const detail::JsonCursor& c, ModelSpec& m) {
+  std::int64_t sliding = 0;
+  if (c.has("layer_types") && c.node().at("layer_types").is_array()) {
+    const auto& types = c.node().at("layer_types");
+    if (static_cast<std::int64_t>(types.size()) != m.layers)
+      c.fail("layer_types", fmt::format("one entry per layer ({})", m.layers));
+    for (const auto& t : types) {
+      if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+        c.fail("layer_types", "entries \"sliding_attention\" or \"full_attention\"");
+      sliding += t == "sliding_attention" ? 1 : 0;
+    }
+  } else if (has_value(c, "sliding_window") && c.boolean_or("use_sliding_window", true)) {
+    sliding = m.layers;                                                    // Mistral: every layer
+    if (c.has("use_sliding_window") && has_value(c, "max_window_layers"))  // Qwen2
+      sliding = std::max<std::int64_t>(0, m.layers - c.int_at_least_or("max_window_layers", 0, 0));
+    else if (has_value(c, "sliding_window_pattern"))  // Gemma 3: every n-th layer is full
+      sliding = m.layers - m.layers / c.positive_int("sliding_window_pattern");
+    else if (const std::string t = c.opt_string("model_type").value_or("");
+             t == "gemma2" || t == "gpt_oss")  // their configs' default: even layers slide
+      sliding = (m.layers + 1) / 2;
+  }
+  if (sliding == 0) return;
+  m.sliding_layers = sliding;
+  m.sliding_window = c.positive_int("sliding_window");
+}
+
 /// Llama / Mistral / Mixtral / Qwen / DeepSeek keys.
 void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
                      const std::optional<std::string>& outer_name, ModelSpec& m) {
@@ -277,6 +331,7 @@ void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
   m.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
   read_moe_keys(c, m);
   read_mla_keys(c, m);
+  read_sliding_window(c, m);
   std::string act = c.opt_string("hidden_act").value_or("silu");
   m.gated_mlp = act == "silu" || act == "swiglu" || act == "gelu_pytorch_tanh";
   m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted

@@ -114,6 +114,25 @@ TEST_CASE("inference memory: weights and the KV cache for the batch at full leng
   CHECK_FALSE(run(c, m, j, plan(8, 1, 1)).fits);
 }
 
+TEST_CASE("sliding-window layers cache only their window: gpt-oss's KV cache and decode reads") {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model oss = test::preset_model("gpt-oss-120b");
+  ModelSpec no_window = oss.spec;
+  no_window.sliding_layers = 0;
+  no_window.sliding_window = 0;
+  const Model full(no_window);
+  InferenceJob j;
+  j.prompt_len = 32768;
+  j.output_len = 1024;
+  j.batch = 8;
+  const InferenceEval e = run(c, oss, j, plan(4, 1, 2)), f = run(c, full, j, plan(4, 1, 2));
+  // Half the layers keep 128 of 33,792 tokens: the cache is (1 + 128 / 33792) / 2 of the full one.
+  CHECK(e.memory_kv == Approx(f.memory_kv * (0.5 + 0.5 * 128.0 / 33792)));
+  CHECK(e.kv_read < f.kv_read);
+  CHECK(e.ttft < f.ttft);  // prefill attends to fewer keys
+  CHECK(e.memory_weights == Approx(f.memory_weights));
+}
+
 TEST_CASE(
     "MoE inference: experts sharded over ep, all-to-alls per MoE layer, only active experts read") {
   Cluster c = test::preset_cluster("dgx-h100", 2);

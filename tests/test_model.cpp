@@ -135,7 +135,7 @@ TEST_CASE("bad model input is one clear line") {
       "config.json: num_key_value_heads: expected a divisor of num_attention_heads (32), got 5");
   CHECK_THROWS_WITH(
       load_model("no-such-model", "--model"),
-      Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt3-175b"));
+      Catch::StartsWith("--model: 'no-such-model' is neither a preset (deepseek-v3, gpt-oss-120b"));
 }
 
 TEST_CASE("Qwen2-MoE config keys read as MoE, and text_config nests the language model") {
@@ -168,6 +168,63 @@ TEST_CASE("Qwen2-MoE config keys read as MoE, and text_config nests the language
   sparse.replace(sparse.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": 2");
   CHECK_THROWS_WITH(parse_model_json(sparse, "q.json"),
                     Catch::Contains("q.json: decoder_sparse_step: expected 1"));
+}
+
+TEST_CASE("sliding-window attention: which layers, the window, and the attention it saves") {
+  const std::string base =
+      R"("hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000)";
+  auto read = [&](const std::string& extra) {
+    return Model(parse_model_json("{" + base + extra + "}", "m.json"));
+  };
+  // Mistral 7B v0.1: a 4,096-token window on every layer.
+  const Model mistral = read(R"(, "sliding_window": 4096)");
+  CHECK(mistral.spec.sliding_window == 4096);
+  CHECK(mistral.spec.sliding_layers == 32);
+  // Qwen2: use_sliding_window false (or a null window) keeps full attention; true slides the
+  // layers from max_window_layers on.
+  CHECK(read(R"(, "sliding_window": 4096, "use_sliding_window": false)").spec.sliding_layers == 0);
+  CHECK(read(R"(, "sliding_window": null)").spec.sliding_layers == 0);
+  CHECK(read(R"(, "sliding_window": 4096, "use_sliding_window": true, "max_window_layers": 28)")
+            .spec.sliding_layers == 4);
+  // Gemma 3 (every 6th layer full) and Gemma 2 / gpt-oss (every other layer).
+  CHECK(read(R"(, "sliding_window": 1024, "sliding_window_pattern": 6)").spec.sliding_layers == 27);
+  CHECK(read(R"(, "sliding_window": 1024, "model_type": "gemma2")").spec.sliding_layers == 16);
+  // gpt-oss: layer_types names them.
+  const Model oss = test::preset_model("gpt-oss-120b");
+  CHECK(oss.spec.sliding_layers == 18);
+  CHECK(oss.spec.sliding_window == 128);
+  // Up to the window nothing changes; at 2w a sliding layer attends to (w(w+1)/2 + w*w)/(2w)
+  // keys on average against (2w+1)/2: about 3/4.
+  const ModelCounts& k = mistral.counts;
+  CHECK(attention_span_factor(k, 4096) == Approx(1.0));
+  CHECK(attention_span_factor(k, 8192) ==
+        Approx((4096.0 * 4097 / 2 + 4096.0 * 4096) / 8192 / (8193.0 / 2)));
+  CHECK(attention_span_factor_at(k, 16384) == Approx(0.25));
+  // Half the layers sliding: halfway between.
+  CHECK(attention_span_factor_at(oss.counts, 256) == Approx(0.5 + 0.5 * 0.5));
+  // The attention FLOPs per token at 32k are smaller than the same model without the window.
+  const Model full = read("");
+  CHECK(model_flops_per_token(k, 32, 32768) < model_flops_per_token(full.counts, 32, 32768));
+  CHECK(model_flops_per_token(k, 32, 2048) == Approx(model_flops_per_token(full.counts, 32, 2048)));
+  // Written back as config.json, the same layers slide.
+  const Model back(parse_model_json(model_config_json(oss.spec), "back.json"));
+  CHECK(back.spec.sliding_layers == 18);
+  CHECK(back.spec.sliding_window == 128);
+  // Bad input: layer_types of the wrong length or kind, a window missing.
+  CHECK_THROWS_WITH(read(R"(, "layer_types": ["full_attention"])"),
+                    Catch::Contains("layer_types: expected one entry per layer (32)"));
+  std::string odd = R"(, "layer_types": ["global")";
+  for (int i = 1; i < 32; ++i) odd += R"(, "full_attention")";
+  CHECK_THROWS_WITH(read(odd + "]"), Catch::Contains("layer_types: expected entries"));
+  CHECK_THROWS_WITH(read(R"(, "layer_types": ["sliding_attention")" +
+                         [] {
+                           std::string rest;
+                           for (int i = 1; i < 32; ++i) rest += R"(, "full_attention")";
+                           return rest;
+                         }() +
+                         "]"),
+                    Catch::Contains("sliding_window"));
 }
 
 TEST_CASE("a model spec written as config.json reads back to the same model") {

@@ -40,6 +40,10 @@ struct ModelSpec {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  // Sliding-window attention (Mistral, Gemma 2/3, gpt-oss): `sliding_layers` of the layers let a
+  // token attend to the `sliding_window` tokens before it only (0: every layer attends fully).
+  std::int64_t sliding_window = 0;
+  std::int64_t sliding_layers = 0;
   [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] std::int64_t shared_ffn() const {
     return shared_expert_ffn > 0 ? shared_expert_ffn : expert_ffn;
@@ -76,6 +80,9 @@ struct ModelCounts {
   /// Parameters a token uses: all but the routed experts it is not sent to (embeddings and
   /// routers included, as Mixtral's 12.9B and DeepSeek-V3's 37B count them).
   std::int64_t active_params = 0;
+  /// Sliding-window attention: the share of layers with a window, and the window (tokens).
+  double sliding_fraction = 0;
+  double sliding_window = 0;
 };
 
 /// Physical ranges checked by validate(): widths (hidden size, heads, head sizes, experts,
@@ -94,12 +101,25 @@ void validate(const ModelSpec& m, const std::string& source,
 /// Model FLOPs (no recomputation) per token, forward + backward, for sequence length s.
 [[nodiscard]] double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s);
 
+/// The keys a query attends to in a causal sequence of `s` tokens, averaged over its positions
+/// and the layers, as a fraction of full causal attention's: 1 without sliding-window layers; a
+/// sliding layer attends to min(position, window) keys. Scales attention FLOPs.
+[[nodiscard]] double attention_span_factor(const ModelCounts& c, double s);
+/// The same for one query after `context` tokens (decoding): a sliding layer attends to, and
+/// caches, min(context, window) of them. Scales decode attention and the KV cache.
+[[nodiscard]] double attention_span_factor_at(const ModelCounts& c, double context);
+
 /// Writes a spec as a Hugging Face-style config.json that parse_model_json reads back to the same
 /// spec (GPT-2 keys for learned positions and biases, Llama keys otherwise): a plan carries its
 /// model this way.
 [[nodiscard]] std::string model_config_json(const ModelSpec& m);
 /// Parses a Hugging Face config.json (Llama/Mistral/Qwen keys, Mixtral, Qwen2/3-MoE, DeepSeek
 /// MoE and MLA, or GPT-2 keys); a multimodal config's language model under `text_config`.
+/// Sliding windows: `layer_types` ("sliding_attention" / "full_attention", gpt-oss, Gemma 3)
+/// with `sliding_window`; else `sliding_window` on every layer (Mistral) unless
+/// `use_sliding_window` is false (Qwen2; with it true, the layers from `max_window_layers` on),
+/// every `sliding_window_pattern`-th layer full (Gemma 3), every other layer (model_type gemma2
+/// or gpt_oss without layer_types).
 [[nodiscard]] ModelSpec parse_model_json(const std::string& text, const std::string& source);
 
 }  // namespace topoplan

@@ -46,6 +46,8 @@ int run_model(const ModelArgs& a) {
     j["heads"] = m.spec.heads;
     j["kv_heads"] = m.spec.kv_heads;
     j["vocab"] = m.spec.vocab;
+    j["sliding_window"] = m.spec.sliding_window;
+    j["sliding_window_layers"] = m.spec.sliding_layers;
     text = j.dump(2) + "\n";
   } else {
     text +=
@@ -60,6 +62,12 @@ int run_model(const ModelArgs& a) {
         "forward, at sequence {}\n",
         train / 1e9, train / 3e9, a.seq_len);
     text += fmt::format("KV cache per token {:.1f} KiB in bf16 over all layers\n", kv_bytes / 1024);
+    if (m.spec.sliding_layers > 0)
+      text += fmt::format(
+          "sliding window     {} tokens on {} of {} layers (they attend to and cache that many: "
+          "attention FLOPs above at {:.1f}% of full causal attention's)\n",
+          m.spec.sliding_window, m.spec.sliding_layers, m.spec.layers,
+          100.0 * attention_span_factor(k, s));
   }
   write_output(a.out.path, text);
   return 0;
