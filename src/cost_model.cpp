@@ -115,8 +115,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   // fed by FP8 casts; mxfp8 the same multiplies (block-scaled FP8 tensor cores run at the FP8
   // rate) fed by MXFP8 quantizations; nvfp4 in NVFP4 by the size rule; attention and the logits
   // in bf16.
-  const bool mx = j.dtype == Dtype::mxfp8;
-  const bool fp8 = (j.dtype == Dtype::fp8 || mx) && gpu.peak_flops_fp8 > 0;
+  const bool fp8 = (j.dtype == Dtype::fp8 || j.dtype == Dtype::mxfp8) && gpu.peak_flops_fp8 > 0;
   const bool fp4 = j.dtype == Dtype::nvfp4 && gpu.peak_flops_fp4 > 0;
   const LinearPassTimes lp =
       fp8 ? fp8_linear_pass_times(gpu.arch, m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal,
@@ -155,8 +154,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   w.attention_fwd_s = attn / attn_rate;
   w.linear_fwd_s = linear * lp.forward;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
-  if (fp8) w.elementwise_s += (mx ? mxfp8_cast_bytes(m, t, cal) : fp8_cast_bytes(m, t, cal)) / hbm;
-  if (fp4) w.elementwise_s += nvfp4_cast_bytes(m, t, cal) / hbm;
+  if (fp8 || fp4) w.elementwise_s += quantization_bytes(m, t, cal, j.dtype) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =
       kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;

@@ -88,19 +88,19 @@ CastElements cast_elements(const Model& m, double tp) {
 
 }  // namespace
 
-double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
+double quantization_bytes(const Model& m, double tp, const Calibration& cal, Dtype d) {
   const CastElements e = cast_elements(m, tp);
-  return cal.fp8_cast_transpose_bytes * e.both + cal.fp8_transpose_bytes * e.transposed;
-}
-
-double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal) {
-  const CastElements e = cast_elements(m, tp);
-  return cal.nvfp4_cast_transpose_bytes * e.both + cal.nvfp4_requantize_bytes * e.transposed;
-}
-
-double mxfp8_cast_bytes(const Model& m, double tp, const Calibration& cal) {
-  const CastElements e = cast_elements(m, tp);
-  return cal.mxfp8_cast_transpose_bytes * e.both + cal.mxfp8_requantize_bytes * e.transposed;
+  switch (d) {
+    case Dtype::fp8:
+      return cal.fp8_cast_transpose_bytes * e.both + cal.fp8_transpose_bytes * e.transposed;
+    case Dtype::nvfp4:
+      return cal.nvfp4_cast_transpose_bytes * e.both + cal.nvfp4_requantize_bytes * e.transposed;
+    case Dtype::mxfp8:
+      return cal.mxfp8_cast_transpose_bytes * e.both + cal.mxfp8_requantize_bytes * e.transposed;
+    case Dtype::bf16:
+    case Dtype::fp16: return 0.0;
+  }
+  return 0.0;
 }
 
 }  // namespace topoplan

@@ -64,6 +64,10 @@ double format_peak_flops(const GpuSpec& gpu, Dtype d) {
   return gpu.peak_flops;
 }
 
+const char* format_peak_name(Dtype d) {
+  return d == Dtype::fp8 || d == Dtype::mxfp8 ? "FP8" : d == Dtype::nvfp4 ? "FP4" : "16-bit";
+}
+
 void validate(const JobSpec& j, const GpuSpec& gpu) {
   if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
     throw_input(

@@ -360,7 +360,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       e.step_time, thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu,
       low_precision_linear(ctx.job.dtype)
           ? fmt::format(" ({:.1f}% of the {} peak)", 100 * e.mfu_format_peak,
-                        ctx.job.dtype == Dtype::nvfp4 ? "FP4" : "FP8")
+                        format_peak_name(ctx.job.dtype))
           : std::string());
   out += fmt::format("memory {:.1f} of {:.1f} GiB per GPU: {}\n", units::to_GiB(e.memory.total()),
                      units::to_GiB(c.gpu().memory_bytes),

@@ -380,6 +380,12 @@ RackRun llama70b_rack_run(Dtype d) {
   return r;
 }
 
+/// One layer's saved activation bytes (no recomputation) were the job trained in `d`.
+double saved_bytes(const Model& m, JobSpec j, const Plan& p, Dtype d) {
+  j.dtype = d;
+  return layer_activation_bytes(m, j, p, Recompute::none);
+}
+
 }  // namespace
 
 TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP4 GPUs only") {
@@ -401,16 +407,14 @@ TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP
   CHECK(fp4.step_time < fp8.step_time);
   // Quantizing to NVFP4 writes 0.5625 bytes per element where FP8 writes 1, but the copies an FP8
   // recipe only transposes NVFP4 quantizes again from bf16.
-  const double fp8_bytes = fp8_cast_bytes(m, 2, cal), fp4_bytes = nvfp4_cast_bytes(m, 2, cal);
+  const double fp8_bytes = quantization_bytes(m, 2, cal, Dtype::fp8),
+               fp4_bytes = quantization_bytes(m, 2, cal, Dtype::nvfp4);
   CHECK(fp4_bytes < fp8_bytes);
   CHECK(fp4_bytes > 0.7 * fp8_bytes);
   // The saved quantized inputs take 0.5625 bytes: fewer activation bytes than fp8, fewer than bf16.
-  j.dtype = Dtype::bf16;
-  const double bf16_act = layer_activation_bytes(m, j, p, Recompute::none);
-  j.dtype = Dtype::fp8;
-  const double fp8_act = layer_activation_bytes(m, j, p, Recompute::none);
-  j.dtype = Dtype::nvfp4;
-  const double fp4_act = layer_activation_bytes(m, j, p, Recompute::none);
+  const double bf16_act = saved_bytes(m, j, p, Dtype::bf16);
+  const double fp8_act = saved_bytes(m, j, p, Dtype::fp8);
+  const double fp4_act = saved_bytes(m, j, p, Dtype::nvfp4);
   CHECK(fp4_act < fp8_act);
   CHECK(fp8_act < bf16_act);
   // TP traffic stays bf16.
@@ -437,18 +441,16 @@ TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell
   // only transposes are quantized again from bf16 (read 2, write 1.03125 instead of read 1,
   // write 1): more element-wise traffic than FP8's.
   const Calibration cal;
-  const double fp8_bytes = fp8_cast_bytes(m, 2, cal), mx_bytes = mxfp8_cast_bytes(m, 2, cal);
+  const double fp8_bytes = quantization_bytes(m, 2, cal, Dtype::fp8),
+               mx_bytes = quantization_bytes(m, 2, cal, Dtype::mxfp8);
   CHECK(mx_bytes > fp8_bytes);
   CHECK(mx_bytes < 1.5 * fp8_bytes);
   CHECK(mx.compute.elementwise > fp8.compute.elementwise);
   CHECK(mx.step_time > fp8.step_time);
   // Saved quantized inputs at 1.03125 bytes: a little above FP8's 1, below bf16's 2.
-  j.dtype = Dtype::fp8;
-  const double fp8_act = layer_activation_bytes(m, j, p, Recompute::none);
-  j.dtype = Dtype::bf16;
-  const double bf16_act = layer_activation_bytes(m, j, p, Recompute::none);
-  j.dtype = Dtype::mxfp8;
-  const double mx_act = layer_activation_bytes(m, j, p, Recompute::none);
+  const double fp8_act = saved_bytes(m, j, p, Dtype::fp8);
+  const double bf16_act = saved_bytes(m, j, p, Dtype::bf16);
+  const double mx_act = saved_bytes(m, j, p, Dtype::mxfp8);
   CHECK(mx_act > fp8_act);
   CHECK(mx_act < bf16_act);
   // --fp8-param-gather gathers the layers' weights in MXFP8 (1.03125 bytes per parameter).

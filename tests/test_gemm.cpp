@@ -78,7 +78,7 @@ TEST_CASE("fp8 cast bytes per token per layer, counted") {
   const Calibration cal;
   const Model m = test::preset_model("gpt3-175b");
   const double expected = 4.0 * (3072 + 9216 + 12288 + 12288 + 12288) + 2.0 * (24576 + 12288);
-  CHECK(fp8_cast_bytes(m, 4, cal) == Approx(expected));
+  CHECK(quantization_bytes(m, 4, cal, Dtype::fp8) == Approx(expected));
 }
 
 // NVIDIA's GPT-3 175B runs at TP 4 with TP overlap: micro-batch 1 slices each forward GEMM into

@@ -4,6 +4,7 @@
 /// GEMMs on Hopper (the measurements it is fitted to); 16-bit GEMMs and other architectures keep
 /// the one-dimension size rule of Calibration::gemm_half_dim.
 
+#include "topoplan/job.hpp"
 #include "topoplan/topology.hpp"
 
 namespace topoplan {
@@ -50,20 +51,15 @@ struct LinearPassTimes {
 /// measurements, and NVFP4 GEMMs (none measured).
 [[nodiscard]] LinearPassTimes size_rule_pass_times(double rate, double size);
 
-/// HBM bytes per token per layer on one GPU of FP8 training's casts (Transformer Engine's
-/// recipe): the attention output cast and transposed before its projection; the four GEMMs'
-/// output gradients cast and transposed in the backward; the norm-fused FP8 inputs of the QKV
-/// and MLP-input GEMMs and the activation-fused input of the MLP output transposed for the
-/// weight gradients.
-[[nodiscard]] double fp8_cast_bytes(const Model& m, double tp, const Calibration& cal);
-
-/// The same tensors under nvfp4 training: those FP8 casts and transposes both ways quantize to
-/// NVFP4 both ways (Calibration::nvfp4_cast_transpose_bytes); those FP8 only transposes are
-/// quantized column-wise again from 16-bit (nvfp4_requantize_bytes).
-[[nodiscard]] double nvfp4_cast_bytes(const Model& m, double tp, const Calibration& cal);
-
-/// The same under mxfp8 training, in MXFP8 (Calibration::mxfp8_cast_transpose_bytes,
-/// mxfp8_requantize_bytes): its block scales, too, run along one dimension.
-[[nodiscard]] double mxfp8_cast_bytes(const Model& m, double tp, const Calibration& cal);
+/// HBM bytes per token per layer on one GPU of a low-precision training's quantizations
+/// (Transformer Engine's recipes; 0 for 16-bit training). fp8: the attention output cast and
+/// transposed before its projection and the four GEMMs' output gradients cast and transposed in
+/// the backward (Calibration::fp8_cast_transpose_bytes); the norm-fused FP8 inputs of the QKV and
+/// MLP-input GEMMs and the activation-fused input of the MLP output transposed for the weight
+/// gradients (fp8_transpose_bytes). nvfp4 and mxfp8: the same tensors, those quantized both ways
+/// again both ways (nvfp4_/mxfp8_cast_transpose_bytes), those FP8 only transposes quantized
+/// column-wise again from 16-bit (nvfp4_/mxfp8_requantize_bytes): one-dimensional block scales
+/// cannot be transposed.
+[[nodiscard]] double quantization_bytes(const Model& m, double tp, const Calibration& cal, Dtype d);
 
 }  // namespace topoplan

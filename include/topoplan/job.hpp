@@ -116,5 +116,7 @@ void validate(const JobSpec& j, const GpuSpec& gpu);
 /// The dense peak of the format training in `d` runs its linear layers' multiplies in: the FP8
 /// peak for fp8 and mxfp8, the FP4 peak for nvfp4, else the 16-bit one (FLOP/s).
 [[nodiscard]] double format_peak_flops(const GpuSpec& gpu, Dtype d);
+/// That peak's name for reports: "FP8", "FP4" or "16-bit".
+[[nodiscard]] const char* format_peak_name(Dtype d);
 
 }  // namespace topoplan
