@@ -115,7 +115,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   // fed by FP8 casts; mxfp8 the same multiplies (block-scaled FP8 tensor cores run at the FP8
   // rate) fed by MXFP8 quantizations; nvfp4 in NVFP4 by the size rule; attention and the logits
   // in bf16.
-  const bool fp8 = (j.dtype == Dtype::fp8 || j.dtype == Dtype::mxfp8) && gpu.peak_flops_fp8 > 0;
+  const bool fp8 = fp8_multiplies(j.dtype) && gpu.peak_flops_fp8 > 0;
   const bool fp4 = j.dtype == Dtype::nvfp4 && gpu.peak_flops_fp4 > 0;
   const LinearPassTimes lp =
       fp8 ? fp8_linear_pass_times(gpu.arch, m, t, tokens, j.tp_comm_overlap && t > 1 ? t : 1.0, cal,

@@ -23,8 +23,10 @@ bool low_precision_linear(Dtype d) {
   return d == Dtype::fp8 || d == Dtype::nvfp4 || d == Dtype::mxfp8;
 }
 
+bool fp8_multiplies(Dtype d) { return d == Dtype::fp8 || d == Dtype::mxfp8; }
+
 bool low_precision_param_gather(const JobSpec& j) {
-  return (j.fp8_param_gather && (j.dtype == Dtype::fp8 || j.dtype == Dtype::mxfp8)) ||
+  return (j.fp8_param_gather && fp8_multiplies(j.dtype)) ||
          (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
 }
 
@@ -59,13 +61,13 @@ void validate(const JobSpec& j) {
 }
 
 double format_peak_flops(const GpuSpec& gpu, Dtype d) {
-  if ((d == Dtype::fp8 || d == Dtype::mxfp8) && gpu.peak_flops_fp8 > 0) return gpu.peak_flops_fp8;
+  if (fp8_multiplies(d) && gpu.peak_flops_fp8 > 0) return gpu.peak_flops_fp8;
   if (d == Dtype::nvfp4 && gpu.peak_flops_fp4 > 0) return gpu.peak_flops_fp4;
   return gpu.peak_flops;
 }
 
 const char* format_peak_name(Dtype d) {
-  return d == Dtype::fp8 || d == Dtype::mxfp8 ? "FP8" : d == Dtype::nvfp4 ? "FP4" : "16-bit";
+  return fp8_multiplies(d) ? "FP8" : d == Dtype::nvfp4 ? "FP4" : "16-bit";
 }
 
 void validate(const JobSpec& j, const GpuSpec& gpu) {

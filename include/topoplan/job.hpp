@@ -91,6 +91,8 @@ struct JobSpec {
 /// Whether training in `d` runs the linear layers' multiplies in a low-precision format (fp8,
 /// nvfp4, mxfp8) and keeps bf16 elsewhere.
 [[nodiscard]] bool low_precision_linear(Dtype d);
+/// Whether those multiplies run on FP8 tensor cores (fp8 and mxfp8; nvfp4 runs on FP4 ones).
+[[nodiscard]] bool fp8_multiplies(Dtype d);
 /// Whether the data-parallel parameter all-gathers move the layers' weights in the training's
 /// low-precision format: --fp8-param-gather with fp8 or mxfp8, --fp4-param-gather with nvfp4.
 [[nodiscard]] bool low_precision_param_gather(const JobSpec& j);
