@@ -67,6 +67,17 @@ void add_link_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
   }
 }
 
+/// The MoE layers' two fitted constants (cost_model.cpp: moe_routed_copy_bytes, moe_host_wait).
+void add_moe_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
+  // clang-format off
+  const std::vector<CalibrationEntry> moe = {
+      {"moe_layer_host_ms", &c.moe_layer_host, 1e3, "ms per MoE layer per microbatch", "training, MoE layers without --cuda-graphs: fitted by calibrate --fit on one Megatron-Bridge 26.04.01 row, Qwen3 235B-A22B MXFP8 on 256 B200 (PP 8, EP 8, micro-batch 1, all-to-all dispatcher, no CUDA graphs: 3,776 tokens/s/GPU measured, 5,386 modelled without it); held back: Qwen3 235B FP8 on 256 H100 (no CUDA graphs; +27.6% before, +13% after); graphed rows do not read it. Megatron-LM's DeepSeek-V3 GB200 guide (docs/discussions/deepseek-v3-gb200-optimization/, 2025, before commit 3c1b98e withdrew the draft) finds MoE training host-bound and names the per-layer device-to-host sync of the tokens per expert as what keeps whole-model CUDA graphs out"},
+      {"moe_routed_copy_bytes", &c.moe_routed_copy_bytes, 1, "bytes per hidden element per routed copy", "training, MoE layers, at the HBM efficiency: fitted by calibrate --fit on one Megatron-Bridge 26.04.01 row, Qwen3 30B-A3B MXFP8 on 8 B200 (EP 8, HybridEP, CUDA graphs); held back: the other seven Qwen3 MXFP8 rows of that table (GB300, GB200, B300; 235B-A22B on 256) and the H100 MoE rows. About 29 bytes are counted (HybridEP's fused permute and pad, per-expert quantization, combine, their backward); the rest is what the fit finds: kernels that do not stream at the HBM rate, and host stalls between them"},
+  };
+  // clang-format on
+  out.insert(out.end(), moe.begin(), moe.end());
+}
+
 }  // namespace
 
 std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
@@ -146,6 +157,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   };
   // clang-format on
   out.insert(out.end(), rest.begin(), rest.end());
+  add_moe_entries(c, out);
   return out;
 }
 

@@ -26,6 +26,8 @@ std::vector<FittedConstant> default_fitted_constants() {
           {"decode_collective_overhead_us.fastertransformer", 0, 0, 0, 100},
           {"decode_layer_overhead_us.fastertransformer-triton", 0, 0, 0, 400},
           {"request_overhead_ms.fastertransformer-triton", 0, 0, 0, 300},
+          {"moe_layer_host_ms", 0, 0, 0, 50},
+          {"moe_routed_copy_bytes", 0, 0, 0, 400},
           {"step_overhead_ms", 0, 0, 0, 2000}};
 }
 

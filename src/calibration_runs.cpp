@@ -38,6 +38,17 @@ ClusterSpec run_cluster_spec(const detail::JsonCursor& r) {
   ClusterSpec cs = load_cluster(r.string("cluster"), r.source());
   cs.nodes = static_cast<int>(r.positive_int("nodes"));
   if (r.has("server_nics")) cs.nics_per_server = static_cast<int>(r.positive_int("server_nics"));
+  // GPUs the run used in each server (NVLink domain): a Slurm segment of whole trays in each
+  // rack, the rest of the rack left out (as a cluster file's "servers": [{"gpus": N}]).
+  if (r.has("server_gpus")) {
+    const int per = cs.tiers.empty() ? 0 : cs.tiers[0].fanout;
+    const auto n = r.positive_int("server_gpus");
+    if (n > per)
+      r.at("server_gpus")
+          .fail_here(fmt::format("expected at most the {} GPUs a {} server holds, got {}", per,
+                                 cs.name, n));
+    cs.server_groups = {ServerGroup{cs.nodes, cs.gpu, static_cast<int>(n), false}};
+  }
   return cs;
 }
 
@@ -112,6 +123,7 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   j.grad_accumulation_pass = jc.boolean_or("grad_accumulation_pass", false);
   j.fp8_param_gather = jc.boolean_or("fp8_param_gather", false);
   j.fp4_param_gather = jc.boolean_or("fp4_param_gather", false);
+  j.cuda_graphs = jc.boolean_or("cuda_graphs", false);
   if (jc.has("dp_bucket_params")) j.dp_bucket_params = jc.positive_int("dp_bucket_params");
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);
@@ -365,8 +377,8 @@ void warn_unknown_run_keys(const RunCorpus& corpus) {
   for (std::size_t i = 0; i < runs.array_size(); ++i) {
     const auto r = runs.at(i);
     r.warn_unknown_keys({"name", "family", "role", "checked", "why_not_checked", "cluster", "nodes",
-                         "server_nics", "model", "job", "plan", "measured", "inference",
-                         "collective", "bytes", "algorithm"});
+                         "server_nics", "server_gpus", "model", "job", "plan", "measured",
+                         "inference", "collective", "bytes", "algorithm"});
     auto inner = [&](const char* key, const std::vector<std::string_view>& known) {
       if (r.has(key)) r.at(key).warn_unknown_keys(known);
     };

@@ -94,6 +94,19 @@ struct LayerWork {
   double logits_elementwise_s = 0;
 };
 
+/// HBM bytes per token per layer (averaged over the layers) of handling the MoE layers' routed
+/// token copies: top_k per token on the rank that dispatched it (a 1/tp share of the tokens under
+/// sequence parallelism), times expert TP when the copies are all-gathered over it; forward and
+/// backward, and the forward again under full recomputation.
+double moe_routed_copy_bytes(const Model& m, const Plan& p, const Calibration& cal) {
+  if (!m.spec.moe() || m.spec.layers <= 0) return 0.0;
+  const double sp_div = p.sequence_parallel ? p[Dim::tp] : 1.0;
+  const double copies = static_cast<double>(m.spec.top_k) * std::max(expert_tp_of(p), 1) / sp_div;
+  const double passes = p.recompute == Recompute::full ? 4.0 / 3.0 : 1.0;
+  return moe_layers_in(m, 1.0) * copies * static_cast<double>(m.spec.hidden) *
+         cal.moe_routed_copy_bytes * passes;
+}
+
 /// Matrix multiplies run at the calibrated efficiency of the GPU's architecture, lower for small
 /// per-GPU matrices (FP8 ones GEMM by GEMM, by shape: gemm.hpp); element-wise kernels (norms,
 /// residual adds, dropout, activation, and the softmax over s scores per head unless attention is
@@ -155,6 +168,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   w.linear_fwd_s = linear * lp.forward;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
   if (fp8 || fp4) w.elementwise_s += quantization_bytes(m, t, cal, j.dtype) / hbm;
+  w.elementwise_s += moe_routed_copy_bytes(m, p, cal) / hbm;
   w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
   w.logits_elementwise_s =
       kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
@@ -239,6 +253,15 @@ SlowestStage slowest_stage_compute(const Model& m, const JobSpec& j, const Plan&
     out.other_layers = others;
   }
   return out;
+}
+
+/// One microbatch's wait on the host beyond the stage's GPU work `gpu_work`: with MoE layers
+/// launched eagerly the host syncs on the routing counts in every MoE layer and cannot run
+/// ahead, so the stage's MoE layers take at least their host time (Calibration::moe_layer_host).
+double moe_host_wait(const PlanCore& core, const JobSpec& j, const Calibration& cal,
+                     double gpu_work) {
+  if (j.cuda_graphs || core.moe_layers_per_stage <= 0) return 0.0;
+  return std::max(0.0, core.moe_layers_per_stage * cal.moe_layer_host - gpu_work);
 }
 
 /// One microbatch's activation offloading copies beyond the compute they overlap with: each
@@ -439,8 +462,10 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   const EpTime& ep = stage.ep;
   const CommTime hop =
       pp_hop_time(core, sh.dims[Dim::pp], sh.dims[Dim::tp], fab, p.sequence_parallel);
-  const PipelineTime pipe = pipeline_time(t_compute + tp.exposed + cp.exposed + ep.comm.exposed,
-                                          hop.total, p[Dim::pp], p.vpp, mbs, j.overlap_p2p);
+  const double gpu_work = t_compute + tp.exposed + cp.exposed + ep.comm.exposed;
+  const double host_wait = moe_host_wait(core, j, cal, gpu_work);
+  const PipelineTime pipe =
+      pipeline_time(gpu_work + host_wait, hop.total, p[Dim::pp], p.vpp, mbs, j.overlap_p2p);
   // Per step.
   const CommTime dp =
       dp_time(core, sh, fab, p.zero, t_compute, j.overlap_grad_reduce, j.overlap_param_gather);
@@ -465,6 +490,7 @@ Evaluation finish(const PlanCore& core, const PlanShapes& sh, const Fabric& fab,
   e.time.optimizer = core.optimizer_time;
   e.time.offload = mbs * core.offload_exposed;
   e.time.host = cal.step_overhead;
+  e.time.moe_host = mbs * host_wait;
   e.comm[Dim::tp] = mbs * tp.total;
   e.comm[Dim::cp] = mbs * cp.total;
   e.comm[Dim::ep] = mbs * ep.comm.total;

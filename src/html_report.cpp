@@ -66,7 +66,7 @@ std::string summary(const RunContext& ctx, const Plan& p, const Evaluation& e) {
 /// The step's parts as one stacked bar and a table; the parts add up to the step time.
 std::string breakdown(const Evaluation& e) {
   const TimeBreakdown& t = e.time;
-  const std::array<std::tuple<const char*, double, const char*>, 10> parts{{
+  const std::array<std::tuple<const char*, double, const char*>, 11> parts{{
       {"compute", t.compute, "#4e79a7"},
       {"tp communication", t.tp, "#f28e2b"},
       {"cp communication", t.cp, "#edc948"},
@@ -77,6 +77,7 @@ std::string breakdown(const Evaluation& e) {
       {"optimizer step", t.optimizer, "#9c755f"},
       {"activation offload", t.offload, "#bab0ac"},
       {"per-step host work", t.host, "#d4a6c8"},
+      {"moe host-bound wait", t.moe_host, "#ff9da7"},
   }};
   constexpr double kWidth = 900;
   std::string bar = fmt::format(

@@ -383,6 +383,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   row("optimizer step", e.time.optimizer);
   if (p.offload_layers > 0) row("activation offload", e.time.offload);
   if (e.time.host > 0) row("per-step host work", e.time.host);
+  if (e.time.moe_host > 0) row("moe host-bound wait", e.time.moe_host);
   row("step time", e.time.total());
   out += "\ncommunication per dimension\n";
   out += fmt::format("  {:<4} {:>6}  {:<8} {:>10}  {:<17} {:>10} {:>10}\n", "dim", "degree",
@@ -472,6 +473,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
                     {"dp_exposed_s", sig(e.time.dp)},   {"optimizer_s", sig(e.time.optimizer)}};
   if (p.offload_layers > 0) j["breakdown"]["offload_exposed_s"] = sig(e.time.offload);
   if (e.time.host > 0) j["breakdown"]["step_overhead_s"] = sig(e.time.host);
+  if (e.time.moe_host > 0) j["breakdown"]["moe_host_wait_s"] = sig(e.time.moe_host);
   ordered_json comm = ordered_json::object();
   for (Dim d : kDefaultOrder) {
     if (p[d] <= 1) continue;

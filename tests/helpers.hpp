@@ -16,6 +16,14 @@ inline Cluster preset_cluster(const std::string& name, int nodes) {
 
 inline Model preset_model(const std::string& name) { return Model(load_model(name, "test"), name); }
 
+/// A training job: sequence length and global batch, the rest at JobSpec's defaults.
+inline JobSpec job(std::int64_t seq_len, std::int64_t global_batch) {
+  JobSpec j;
+  j.seq_len = seq_len;
+  j.global_batch = global_batch;
+  return j;
+}
+
 /// A plan from its degrees (micro-batch 1, no interleaving) and an order string.
 inline Plan plan(int tp, int pp, int dp, const char* order = "tp-cp-ep-dp-pp", int cp = 1,
                  int ep = 1) {

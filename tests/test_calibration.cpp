@@ -500,3 +500,59 @@ TEST_CASE(
   CHECK(std::none_of(published_fit.begin(), published_fit.end(),
                      [](const CalibrationResult& r) { return r.family == "my runs"; }));
 }
+
+TEST_CASE("the MoE constants are fitted on one B200 row each; the other MoE rows check them") {
+  const RowFilter moe = [](const CalibrationResult& r) { return r.moe && r.checked; };
+  const auto rows = run_calibration_where(Calibration{}, moe);
+  std::vector<std::string> fit;
+  for (const auto& r : rows)
+    if (!r.held_out) fit.push_back(r.name);
+  REQUIRE(fit.size() == 2);
+  CHECK_THAT(fit[0], Catch::Contains("Qwen3 30B-A3B MXFP8, 8 x B200"));
+  CHECK_THAT(fit[1], Catch::Contains("Qwen3 235B-A22B MXFP8, 256 x B200"));
+  // The graphed Blackwell rows read the routed-copy bytes only, and stay within 10% held back.
+  int graphed = 0;
+  for (const auto& r : rows) {
+    INFO(r.name);
+    if (!r.held_out || r.arch == Arch::hopper || r.arch == Arch::ampere) continue;
+    CHECK(std::abs(r.error()) <= 0.10);
+    ++graphed;
+  }
+  CHECK(graphed == 6);
+  // Fitted one after the other from zero, the host time first (the eager fit row waits on its
+  // host, so it does not read the copy bytes after; the graphed one never waits), the two land on
+  // the built-in values. The other order stalls: the copy bytes alone would fit both rows' gaps.
+  Calibration start;
+  start.moe_routed_copy_bytes = 0;
+  start.moe_layer_host = 0;
+  for (const char* key : {"moe_layer_host_ms", "moe_routed_copy_bytes"}) {
+    std::vector<FittedConstant> keys;
+    for (const auto& k : default_fitted_constants())
+      if (k.key == key) keys.push_back(k);
+    REQUIRE(keys.size() == 1);
+    const CalibrationFit f = fit_calibration(start, keys);
+    CHECK(f.constants[0].constrained);
+    start = f.cal;
+  }
+  CHECK(start.moe_routed_copy_bytes == Approx(Calibration{}.moe_routed_copy_bytes).epsilon(0.01));
+  CHECK(start.moe_layer_host == Approx(Calibration{}.moe_layer_host).epsilon(0.01));
+}
+
+TEST_CASE("calibrate --runs: server_gpus runs on part of each server, at most all of it") {
+  const std::string row = R"({"schema": "topoplan.calibration-runs/v1", "runs": [{
+    "name": "r", "source": "s", "family": "f", "cluster": "gb200-nvl72", "nodes": 4,
+    "server_gpus": 64, "model": "llama3-70b",
+    "job": {"seq_len": 8192, "global_batch": 256, "dtype": "bf16", "gpus": 256},
+    "plan": {"tp": 4, "pp": 4, "dp": 16, "recompute": "search", "micro_batch": 1, "vpp": 1},
+    "measured": {"metric": "tokens_per_s_per_gpu", "value": 1000}, "role": "holdout"}]})";
+  const RunCorpus mine{row, "mine.json"};
+  const auto rows = run_calibration(Calibration{}, false, mine);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].predicted > 0);
+  RunCorpus big = mine;
+  big.text.replace(big.text.find("\"server_gpus\": 64"), 17, "\"server_gpus\": 80");
+  CHECK_THROWS_WITH(
+      run_calibration(Calibration{}, false, big),
+      Catch::StartsWith("mine.json: runs[0].server_gpus: expected at most the 72 GPUs "
+                        "a gb200-nvl72 server holds, got 80"));
+}

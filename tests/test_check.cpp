@@ -113,6 +113,9 @@ TEST_CASE("check warns when the experts' other TP choice is clearly faster (expe
   Cluster c = test::preset_cluster("dgx-h100", 4);
   Model m = test::preset_model("mixtral-8x7b");
   JobSpec j;
+  // Graphed: launched eagerly, both plans' small MoE layers would wait on the host alike
+  // (moe_host_wait, test_cost_model.cpp), and neither choice would be faster.
+  j.cuda_graphs = true;
   RunContext ctx{c, m, j, Calibration{}};
   // tp 2 cp 2 ep 8 pp 2 dp 4, experts unfolded: folding them over TP is costed and faster.
   Plan p;

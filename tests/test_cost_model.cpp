@@ -728,3 +728,79 @@ TEST_CASE("the search offloads the fewest layers that fit where recomputing woul
   CHECK(r2.top.front().plan.offload_layers == 0);
   CHECK(r2.top.front().eval.step_time > best.eval.step_time);
 }
+
+namespace {
+
+/// Mixtral 8x7B (32 MoE layers, top 2, hidden 4096) with its experts over one DGX H100.
+struct MoeCase {
+  Cluster c = test::preset_cluster("dgx-h100", 1);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j = test::job(4096, 64);
+  Plan p = [] {
+    Plan x = test::plan(1, 1, 8, "tp-cp-ep-dp-pp", 1, 8);
+    x.zero = 1;
+    return x;
+  }();
+  Evaluation with(const Calibration& cal, bool graphs = false) const {
+    JobSpec k = j;
+    k.cuda_graphs = graphs;
+    REQUIRE(check_plan(c, m, k, p) == PlanError::none);
+    return evaluate(c, m, k, p, Mapping::from_order(p), cal);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("MoE layers: the routed token copies' HBM traffic, top_k per token per MoE layer") {
+  MoeCase k;
+  Calibration none;
+  none.moe_routed_copy_bytes = 0;
+  none.moe_layer_host = 0;
+  Calibration some = none;
+  some.moe_routed_copy_bytes = 50;
+  const Evaluation a = k.with(none), b = k.with(some);
+  // 8 microbatches of 4,096 tokens, 32 layers, 2 copies of 4,096 elements, 50 bytes each, at
+  // 3.35 TB/s x 0.8: nothing else moves.
+  const double bytes = 8.0 * 4096 * 32 * 2 * 4096 * 50;
+  CHECK(b.compute.elementwise - a.compute.elementwise == Approx(bytes / (3.35e12 * 0.8)));
+  CHECK(b.compute.matmul == Approx(a.compute.matmul));
+  CHECK(b.time.ep == Approx(a.time.ep));
+  // A dense model has no routed copies.
+  const Model dense = test::preset_model("llama3-8b");
+  Plan dp8 = test::plan(1, 1, 8);
+  dp8.zero = 1;
+  const Evaluation d0 = evaluate(k.c, dense, k.j, dp8, Mapping::from_order(dp8), none);
+  const Evaluation d1 = evaluate(k.c, dense, k.j, dp8, Mapping::from_order(dp8), some);
+  CHECK(d1.step_time == d0.step_time);
+}
+
+TEST_CASE("MoE layers launched eagerly: a microbatch takes at least their host time") {
+  MoeCase k;
+  Calibration cal;
+  cal.moe_routed_copy_bytes = 0;
+  cal.moe_layer_host = 0;
+  const Evaluation gpu = k.with(cal);
+  CHECK(gpu.time.moe_host == 0);
+  // A host slower than the GPU: each of the 8 microbatches takes 32 x the host time, and the
+  // wait is what the GPU work leaves of it.
+  const double per_mb = (gpu.time.compute + gpu.time.tp + gpu.time.cp + gpu.time.ep) / 8;
+  cal.moe_layer_host = 2 * per_mb / 32;
+  const Evaluation host = k.with(cal);
+  CHECK(host.time.moe_host == Approx(8 * per_mb));
+  CHECK(host.time.compute + host.time.ep + host.time.moe_host ==
+        Approx(8 * 32 * cal.moe_layer_host));
+  CHECK(host.step_time == Approx(gpu.step_time + host.time.moe_host));
+  CHECK(host.time.total() == Approx(host.step_time));
+  // A host faster than the GPU hides; CUDA graphs take the launches off it.
+  cal.moe_layer_host = 0.5 * per_mb / 32;
+  CHECK(k.with(cal).time.moe_host == 0);
+  cal.moe_layer_host = 2 * per_mb / 32;
+  const Evaluation graphed = k.with(cal, true);
+  CHECK(graphed.time.moe_host == 0);
+  CHECK(graphed.step_time == Approx(gpu.step_time));
+  // Dense layers never wait: nothing syncs on routing.
+  const Model dense = test::preset_model("llama3-8b");
+  Plan dp8 = test::plan(1, 1, 8);
+  dp8.zero = 1;
+  CHECK(evaluate(k.c, dense, k.j, dp8, Mapping::from_order(dp8), cal).time.moe_host == 0);
+}

@@ -587,3 +587,34 @@ TEST_CASE(
   p.zero = 0;
   CHECK_THAT(llama8b_megatron_args(j, p), !Catch::Contains("--overlap-param-gather"));
 }
+
+TEST_CASE("Megatron-LM: CUDA graphs are written as --cuda-graph-impl and read back") {
+  JobSpec j;
+  j.cuda_graphs = true;
+  Plan p = make(1, 1, 8, 4, 1);
+  p.zero = 1;
+  // An MoE model graphs attention and its router and dispatch preprocessing.
+  const std::string moe = megatron_args_for(test::preset_cluster("dgx-h100", 4),
+                                            test::preset_model("mixtral-8x7b"), j, p);
+  CHECK_THAT(moe, Catch::Contains(
+                      "--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
+                      "moe_preprocess"));
+  const ImportedPlan back = read_back(moe);
+  REQUIRE(back.cuda_graphs);
+  CHECK(*back.cuda_graphs);
+  // A dense model graphs attention; eager training writes nothing and reads back eager.
+  const std::string dense = llama8b_megatron_args(j, make(8, 1, 1, 4, 1));
+  CHECK_THAT(dense, Catch::EndsWith("--cuda-graph-scope attn\n") ||
+                        Catch::Contains("--cuda-graph-scope attn "));
+  CHECK_THAT(dense, !Catch::Contains("moe_router"));
+  j.cuda_graphs = false;
+  const std::string eager = llama8b_megatron_args(j, make(8, 1, 1, 4, 1));
+  CHECK_THAT(eager, !Catch::Contains("cuda-graph"));
+  REQUIRE(read_back(eager).cuda_graphs);
+  CHECK_FALSE(*read_back(eager).cuda_graphs);
+  // Megatron-LM's other spellings: --cuda-graph-impl none is eager, the old switches are not.
+  CHECK_FALSE(*parse_megatron_args("--cuda-graph-impl none", "args").cuda_graphs);
+  CHECK(*parse_megatron_args("--cuda-graph-impl local", "args").cuda_graphs);
+  CHECK(*parse_megatron_args("--external-cuda-graph", "args").cuda_graphs);
+  CHECK(*parse_megatron_args("--enable-cuda-graph", "args").cuda_graphs);
+}

@@ -125,6 +125,11 @@ struct Calibration {
   /// JobSpec::grad_accumulation_pass: HBM traffic per parameter per micro-batch (read the bf16
   /// gradient, write and read its fp32 cast, read and write the fp32 sum).
   double grad_accumulation_bytes_per_param = 18.0;
+  /// MoE layers: HBM bytes per hidden element of each routed token copy (top_k per token), per
+  /// MoE layer, forward and backward, beyond the GEMMs, the activation and the all-to-all (the
+  /// dispatcher's permute, pad, per-expert quantization, probability weighting and unpermute, and
+  /// the host stalls between their small kernels). Fitted.
+  double moe_routed_copy_bytes = 75.8;
   double grad_reduce_bytes_fp16 = 2.0;
   /// Gradient bucket size, parameters, at data-parallel sizes up to 40 (Megatron-core's default
   /// is max(40M, 1M x DP), JobSpec::dp_bucket_params); the last bucket cannot overlap the
@@ -151,6 +156,12 @@ struct Calibration {
   /// optimizer; the GPU waits). Fitted by calibrate --fit on the fit rows, which steps of 1-18 s
   /// constrain only weakly; `calibrate --runs FILE --fit` fits it on a user's own steps.
   double step_overhead = 18.4e-3;
+  /// Training, MoE layers launched eagerly (no CUDA graphs): host time per MoE layer per
+  /// microbatch, forward and backward, seconds. The dispatcher copies the tokens-per-expert
+  /// counts to the host and waits for them in every MoE layer (dropless routing sizes its buffers
+  /// with them), so the host cannot run ahead of the GPU across layers: a stage's microbatch takes
+  /// at least its MoE layers' host time. Fitted.
+  double moe_layer_host = 11.9e-3;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };

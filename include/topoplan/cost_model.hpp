@@ -29,8 +29,11 @@ struct TimeBreakdown {
   /// overlap with (Plan::offload_layers).
   double offload = 0;
   double host = 0;  ///< per-step host work outside the schedule (Calibration::step_overhead)
+  /// MoE layers launched eagerly: the time a microbatch waits on its host beyond the stage's
+  /// GPU work (Calibration::moe_layer_host), microbatches x that.
+  double moe_host = 0;
   [[nodiscard]] double total() const {
-    return compute + tp + cp + ep + pp + bubble + dp + optimizer + offload + host;
+    return compute + tp + cp + ep + pp + bubble + dp + optimizer + offload + host + moe_host;
   }
 };
 

@@ -66,6 +66,12 @@ struct JobSpec {
   /// per parameter; Megatron-core --fp4-param-gather, Megatron-Bridge's bf16_with_nvfp4_mixed
   /// from its 2026 releases; the 26.02 container and MLPerf v5.1 gathered bf16).
   bool fp4_param_gather = false;
+  /// The static parts of each layer (attention, the MoE router and its dispatch preprocessing)
+  /// are captured in CUDA graphs and replayed (Megatron-core --cuda-graph-impl transformer_engine
+  /// with those scopes, as Megatron-Bridge's Blackwell MoE recipes set it): their kernels cost
+  /// the host nothing to launch, so an MoE layer is not bound by its host's launch rate
+  /// (Calibration::moe_layer_host).
+  bool cuda_graphs = false;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
   /// sizes need larger buckets to ensure collectives do not become latency-bound"

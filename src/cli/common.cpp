@@ -43,6 +43,10 @@ void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
                "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
                "weights in NVFP4 (Megatron-core --fp4-param-gather)");
+  cmd.add_flag("--cuda-graphs", o.cuda_graphs,
+               "attention and the MoE router and dispatch preprocessing run as CUDA graphs "
+               "(Megatron-core --cuda-graph-impl transformer_engine): MoE layers are not bound by "
+               "the host's launch rate");
 }
 
 }  // namespace
@@ -335,6 +339,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
       pick("--grad-accumulation-pass", true, f.grad_accumulation_pass, false);
   job.fp8_param_gather = pick("--fp8-param-gather", true, f.fp8_param_gather, false);
   job.fp4_param_gather = pick("--fp4-param-gather", true, f.fp4_param_gather, false);
+  job.cuda_graphs = pick("--cuda-graphs", true, f.cuda_graphs, false);
   job.dp_bucket_params =
       o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
   // A pair: the "--no-" flag wins outright, then as pick().
@@ -396,6 +401,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--grad-accumulation-pass",
                                                   "--fp8-param-gather",
                                                   "--fp4-param-gather",
+                                                  "--cuda-graphs",
                                                   "--dp-bucket-params",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",

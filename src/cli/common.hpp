@@ -42,6 +42,7 @@ struct InputOptions {
   bool grad_accumulation_pass = false;
   bool fp8_param_gather = false;
   bool fp4_param_gather = false;
+  bool cuda_graphs = false;
   std::int64_t dp_bucket_params = 0;  ///< --dp-bucket-params (0: Megatron-core's default)
   bool fa2_attention = false;
   bool no_fa2_attention = false;

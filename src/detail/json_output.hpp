@@ -56,6 +56,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"overlap_p2p", job.overlap_p2p},
           {"fp8_param_gather", job.fp8_param_gather},
           {"fp4_param_gather", job.fp4_param_gather},
+          {"cuda_graphs", job.cuda_graphs},
           {"dp_bucket_params", job.dp_bucket_params}};
 }
 

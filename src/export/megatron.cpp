@@ -127,6 +127,17 @@ std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
   return args;
 }
 
+/// CUDA graphs on the static parts: attention, and an MoE layer's router and dispatch
+/// preprocessing (the routed experts' shapes change with the routing). Current Megatron-LM calls
+/// the scope --cuda-graph-modules and still reads --cuda-graph-scope (arguments.py), the name
+/// Megatron-Bridge's recipes set.
+std::string cuda_graph_args(const Model& m, const JobSpec& j) {
+  if (!j.cuda_graphs) return "";
+  return m.spec.moe() ? " --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
+                        "moe_preprocess"
+                      : " --cuda-graph-impl transformer_engine --cuda-graph-scope attn";
+}
+
 }  // namespace
 
 std::string export_megatron_args(const ExportContext& x) {
@@ -150,6 +161,7 @@ std::string export_megatron_args(const ExportContext& x) {
   if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
   if (p.sequence_parallel) args += " --sequence-parallel";
   args += overlap_and_data_parallel_args(p, j);
+  args += cuda_graph_args(x.run.model, j);
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
   if (p.recompute == Recompute::selective_op)
     out +=

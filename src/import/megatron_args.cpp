@@ -172,6 +172,7 @@ ImportedPlan megatron_defaults() {
   out.grad_reduce_bf16 = false;
   out.fp8_param_gather = false;
   out.fp4_param_gather = false;
+  out.cuda_graphs = false;
   out.overlap_p2p = false;
   return out;
 }
@@ -192,6 +193,8 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
       {"--overlap-p2p-communication", [](ImportedPlan& o) { o.overlap_p2p = true; }},
       {"--use-tp-pp-dp-mapping", [](ImportedPlan& o) { o.plan.order = kTpPpDpOrder; }},
       {"--cpu-offloading", [](ImportedPlan& o) { o.cpu_offloading = true; }},
+      {"--external-cuda-graph", [](ImportedPlan& o) { o.cuda_graphs = true; }},
+      {"--enable-cuda-graph", [](ImportedPlan& o) { o.cuda_graphs = true; }},
   };
   for (const auto& [flag, set] : kSwitches)
     if (f == flag) {
@@ -250,6 +253,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.recompute_num_layers = positive(f, value(i), source);
     } else if (f == "--cpu-offloading-num-layers") {
       out.cpu_offloading_num_layers = positive(f, value(i), source);
+    } else if (f == "--cuda-graph-impl") {  // none, local, transformer_engine, full_iteration
+      out.cuda_graphs = value(i) != "none";
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8
       (void)value(i);
       out.dtype = Dtype::fp8;

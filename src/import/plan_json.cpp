@@ -114,6 +114,7 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
     out.grad_accumulation_pass = c.boolean_or("grad_accumulation_pass", false);
   if (c.has("fp8_param_gather")) out.fp8_param_gather = c.boolean_or("fp8_param_gather", false);
   if (c.has("fp4_param_gather")) out.fp4_param_gather = c.boolean_or("fp4_param_gather", false);
+  if (c.has("cuda_graphs")) out.cuda_graphs = c.boolean_or("cuda_graphs", false);
   // 0: Megatron-core's default bucket size (what plan and evaluate write when none was given).
   if (c.has("dp_bucket_params")) {
     out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
