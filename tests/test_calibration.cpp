@@ -59,8 +59,8 @@ TEST_CASE("held-back runs: the prediction error stays within the bound the READM
   // goal is 5% mean and 12% worst (issue 9), not met yet: see the README.
   const CalibrationSummary s = summarize(run_calibration(Calibration{}));
   REQUIRE(s.held_out.runs >= 40);
-  CHECK(s.held_out.mean <= 0.065);
-  CHECK(s.held_out.worst <= 0.30);
+  CHECK(s.held_out.mean <= 0.06);
+  CHECK(s.held_out.worst <= 0.26);
   CHECK(s.fit.mean <= 0.03);
 }
 
