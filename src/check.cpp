@@ -67,6 +67,39 @@ bool CheckResult::passed() const {
   return true;
 }
 
+namespace {
+
+/// MoE plans: the experts' other TP choice when clearly faster, and MoE layers that wait on
+/// their host.
+void moe_findings(const RunContext& ctx, const Plan& plan, const Evaluation& e,
+                  const CheckOptions& opt, std::vector<Finding>& findings) {
+  const Cluster& c = ctx.cluster;
+  // The experts' other TP choice (folded over the TP ranks or not), when clearly faster.
+  if (const auto alt = with_other_expert_tp(c, ctx.model, ctx.job, ctx.cal, plan);
+      alt && alt->eval.fits && alt->eval.step_time < (1.0 - opt.tier_min_gain) * e.step_time)
+    findings.push_back(
+        {"expert-tp", Severity::warning,
+         fmt::format("expert tp {0} (--expert-tp {0}) takes {1:.3f} s per step, {2:.1f}% faster "
+                     "than expert tp {3}: {4}",
+                     expert_tp_of(alt->plan), alt->eval.step_time,
+                     100.0 * (1.0 - alt->eval.step_time / e.step_time), expert_tp_of(plan),
+                     folds_experts(alt->plan)
+                         ? "fold the experts over the TP ranks (Megatron-core MoE parallel folding)"
+                         : "keep the experts' TP at tp")});
+
+  // MoE layers launched eagerly that wait on their host for more than the gain threshold.
+  if (e.time.moe_host > opt.tier_min_gain * e.step_time)
+    findings.push_back(
+        {"moe-host-bound", Severity::warning,
+         fmt::format("MoE layers wait {:.3f} s per step on the host ({:.1f}% of it): launched "
+                     "eagerly, each MoE layer's host time ({:.1f} ms) outlasts its GPU work at "
+                     "micro-batch {}; --cuda-graphs or a larger micro-batch hides it",
+                     e.time.moe_host, 100.0 * e.time.moe_host / e.step_time,
+                     ctx.cal.moe_layer_host * 1e3, plan.micro_batch)});
+}
+
+}  // namespace
+
 CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& mapping,
                       const CheckOptions& opt) {
   CheckResult r;
@@ -93,18 +126,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
 
   tier_findings(ctx, plan, mapping, e, alts, opt, r.findings);
 
-  // MoE: the experts' other TP choice (folded over the TP ranks or not), when clearly faster.
-  if (const auto alt = with_other_expert_tp(c, ctx.model, ctx.job, ctx.cal, plan);
-      alt && alt->eval.fits && alt->eval.step_time < (1.0 - opt.tier_min_gain) * e.step_time)
-    r.findings.push_back(
-        {"expert-tp", Severity::warning,
-         fmt::format("expert tp {0} (--expert-tp {0}) takes {1:.3f} s per step, {2:.1f}% faster "
-                     "than expert tp {3}: {4}",
-                     expert_tp_of(alt->plan), alt->eval.step_time,
-                     100.0 * (1.0 - alt->eval.step_time / e.step_time), expert_tp_of(plan),
-                     folds_experts(alt->plan)
-                         ? "fold the experts over the TP ranks (Megatron-core MoE parallel folding)"
-                         : "keep the experts' TP at tp")});
+  moe_findings(ctx, plan, e, opt, r.findings);
 
   const GroupShape& tp = e.shapes[Dim::tp];
   for (Dim d : {Dim::pp, Dim::dp}) {

@@ -134,3 +134,25 @@ TEST_CASE("check warns when the experts' other TP choice is clearly faster (expe
   p.expert_tp = 1;
   CHECK_FALSE(find(run_check(ctx, p, Mapping::from_order(p), CheckOptions{}), "expert-tp"));
 }
+
+TEST_CASE("check warns when eager MoE layers wait on their host (moe-host-bound)") {
+  Cluster c = test::preset_cluster("dgx-b200", 1);
+  Model m = test::preset_model("mixtral-8x7b");
+  JobSpec j;
+  Plan p = test::plan(1, 1, 8, "tp-cp-ep-dp-pp", 1, 8);
+  p.zero = 1;
+  const CheckResult eager =
+      run_check(RunContext{c, m, j, Calibration{}}, p, Mapping::from_order(p), CheckOptions{});
+  REQUIRE(eager.eval);
+  CHECK(eager.eval->time.moe_host > 0.05 * eager.eval->step_time);
+  const Finding* f = find(eager, "moe-host-bound");
+  REQUIRE(f);
+  CHECK(f->severity == Severity::warning);
+  CHECK_THAT(f->message, Catch::Contains("--cuda-graphs"));
+  CHECK_THAT(f->message, Catch::Contains("micro-batch 1"));
+  // Graphed, the same plan does not wait.
+  j.cuda_graphs = true;
+  const CheckResult graphed =
+      run_check(RunContext{c, m, j, Calibration{}}, p, Mapping::from_order(p), CheckOptions{});
+  CHECK_FALSE(find(graphed, "moe-host-bound"));
+}
