@@ -125,11 +125,6 @@ struct Calibration {
   /// JobSpec::grad_accumulation_pass: HBM traffic per parameter per micro-batch (read the bf16
   /// gradient, write and read its fp32 cast, read and write the fp32 sum).
   double grad_accumulation_bytes_per_param = 18.0;
-  /// MoE layers: HBM bytes per hidden element of each routed token copy (top_k per token), per
-  /// MoE layer, forward and backward, beyond the GEMMs, the activation and the all-to-all (the
-  /// dispatcher's permute, pad, per-expert quantization, probability weighting and unpermute, and
-  /// the host stalls between their small kernels). Fitted.
-  double moe_routed_copy_bytes = 75.8;
   double grad_reduce_bytes_fp16 = 2.0;
   /// Gradient bucket size, parameters, at data-parallel sizes up to 40 (Megatron-core's default
   /// is max(40M, 1M x DP), JobSpec::dp_bucket_params); the last bucket cannot overlap the
@@ -162,6 +157,11 @@ struct Calibration {
   /// with them), so the host cannot run ahead of the GPU across layers: a stage's microbatch takes
   /// at least its MoE layers' host time. Fitted.
   double moe_layer_host = 11.9e-3;
+  /// MoE layers: HBM bytes per hidden element of each routed token copy (top_k per token), per
+  /// MoE layer, forward and backward, beyond the GEMMs, the activation and the all-to-all (the
+  /// dispatcher's permute, pad, per-expert quantization, probability weighting and unpermute, and
+  /// the host stalls between their small kernels). Fitted.
+  double moe_routed_copy_bytes = 75.8;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };
