@@ -124,6 +124,9 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   j.fp8_param_gather = jc.boolean_or("fp8_param_gather", false);
   j.fp4_param_gather = jc.boolean_or("fp4_param_gather", false);
   j.cuda_graphs = jc.boolean_or("cuda_graphs", false);
+  if (jc.has("moe_dispatcher"))
+    j.moe_dispatcher = parse_moe_dispatcher(jc.string("moe_dispatcher"),
+                                            jc.source() + ": " + jc.path_of("moe_dispatcher"));
   if (jc.has("dp_bucket_params")) j.dp_bucket_params = jc.positive_int("dp_bucket_params");
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);

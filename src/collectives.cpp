@@ -215,23 +215,23 @@ CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
 }
 
 std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f, const GroupShape& g,
-                                                           double bytes) {
+                                                           double bytes, double server_share) {
   std::array<double, Cluster::kMaxTiers> t{};
   if (g.size <= 1 || bytes <= 0) return t;
   const double n = g.size;
   double inside = 1;  // members in the same tier-(k-1) domain, this GPU included
   for (int k = 0; k <= g.span_tier; ++k) {
     const double members = k < g.span_tier ? g.per_domain[k] : n;
-    t[k] = (members - inside) / n * bytes / f.bandwidth[k];
+    t[k] = (members - inside) / n * bytes / f.bandwidth[k] * (k >= 1 ? server_share : 1.0);
     inside = members;
   }
   return t;
 }
 
-CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes) {
+CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes, double server_share) {
   if (g.size <= 1 || bytes <= 0) return {};
   double slowest = 0;
-  for (double t : all_to_all_per_tier(f, g, bytes)) slowest = std::max(slowest, t);
+  for (double t : all_to_all_per_tier(f, g, bytes, server_share)) slowest = std::max(slowest, t);
   return {base(f, g.span_tier) + f.latency[g.span_tier] + slowest, Algorithm::direct};
 }
 

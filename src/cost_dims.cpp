@@ -67,15 +67,29 @@ CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab) 
   return t;
 }
 
+double dispatch_server_share(double experts, double top_k, double servers) {
+  if (servers <= 1 || top_k <= 0 || experts < top_k) return 1.0;
+  // P(none of the top_k experts on a given server): draws without repeats from `experts`, of
+  // which experts / servers sit on that server.
+  const double on_server = experts / servers;
+  double miss = 1.0;
+  for (int i = 0; i < static_cast<int>(top_k); ++i)
+    miss *= std::max(0.0, (experts - on_server - i) / (experts - i));
+  return std::min(1.0, servers * (1.0 - miss) / top_k);
+}
+
 EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab, bool overlap,
                double hide) {
   EpTime t;
   if (ep.size <= 1 || core.moe_layers_per_stage <= 0) return t;
-  const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes);
+  const double servers = ep.span_tier >= 1 ? static_cast<double>(ep.size) / ep.per_domain[0] : 1.0;
+  const double share =
+      core.ep_once_per_server ? dispatch_server_share(core.experts, core.top_k, servers) : 1.0;
+  const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes, share);
   const double count = core.moe_layers_per_stage * core.ep_per_layer;
   const double total = count * one.time;
   t.comm = {total, overlap ? std::max(0.0, total - hide) : total, one.algorithm};
-  const auto tiers = all_to_all_per_tier(fab, ep, core.ep_bytes);
+  const auto tiers = all_to_all_per_tier(fab, ep, core.ep_bytes, share);
   for (int k = 0; k < Cluster::kMaxTiers; ++k) t.per_tier[k] = count * tiers[k];
   return t;
 }

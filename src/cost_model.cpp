@@ -364,6 +364,9 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.tp_mlp_scale = tp_mlp_scale(m, p);
   core.cp_bytes = tokens * 2.0 * k.kv_dim / tp * bytes;
   core.ep_bytes = tokens / tp * static_cast<double>(m.spec.top_k) * h * bytes;
+  core.ep_once_per_server = j.moe_dispatcher == MoeDispatcher::flex;
+  core.experts = static_cast<double>(m.spec.experts);
+  core.top_k = static_cast<double>(m.spec.top_k);
   core.ep_per_layer = 4 + 2 * again;
   core.cp_fwd_passes = 1 + again;
   // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;

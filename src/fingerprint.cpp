@@ -61,7 +61,8 @@ std::string fingerprint(const JobSpec& j) {
          (j.grad_accumulation_pass ? "-grad-accum-pass" : "") + (j.fa2_attention ? "-fa2" : "") +
          (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "") +
          (j.fp8_param_gather ? "-fp8-params" : "") + (j.fp4_param_gather ? "-fp4-params" : "") +
-         (j.cuda_graphs ? "-cuda-graphs" : "");
+         (j.cuda_graphs ? "-cuda-graphs" : "") +
+         (j.moe_dispatcher == MoeDispatcher::flex ? "-flex-dispatch" : "");
 }
 
 }  // namespace topoplan

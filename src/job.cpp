@@ -36,7 +36,16 @@ double activation_bytes(const JobSpec& j) {
 
 namespace {
 constexpr std::array<const char*, 5> kDtypeNames{"bf16", "fp16", "fp8", "nvfp4", "mxfp8"};
+constexpr std::array<const char*, 2> kDispatcherNames{"alltoall", "flex"};
 }  // namespace
+
+const char* to_string(MoeDispatcher d) { return detail::name_of(kDispatcherNames, d); }
+
+MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what) {
+  if (auto d = detail::from_name<MoeDispatcher>(kDispatcherNames, s)) return *d;
+  throw_input(what, "",
+              fmt::format("expected {}, got '{}'", detail::names_list(kDispatcherNames), s));
+}
 
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }
 

@@ -133,6 +133,30 @@ TEST_CASE("ep_time: the slowest tier of the all-to-all sets its time") {
   CHECK(ep_time(core(), across(8, 4), fabric(), true, 1.0).comm.exposed == 0);
 }
 
+TEST_CASE("ep_time: a flex dispatcher sends a token once to each other server it needs") {
+  // 2 servers, 128 experts, top 8: a token misses the other server's 64 experts with
+  // C(64, 8) / C(128, 8) = 0.0030959, so it crosses once (p = 0.9969041) instead of 4 times on
+  // average: share 2 x 0.9969041 / 8 = 0.2492260.
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
+  CHECK(dispatch_server_share(128, 8, 2) == Approx(2 * (1 - miss) / 8));
+  CHECK(dispatch_server_share(128, 8, 2) == Approx(0.2492260).epsilon(1e-6));
+  // Inside one server, or one expert per token, nothing is saved; over many servers little is.
+  CHECK(dispatch_server_share(128, 8, 1) == 1);
+  CHECK(dispatch_server_share(64, 1, 8) == Approx(1));
+  CHECK(dispatch_server_share(256, 8, 64) > 0.9);
+  CHECK(dispatch_server_share(256, 8, 64) < 1);
+  // The network share of the all-to-all above shrinks by it; NVLink's is the same.
+  PlanCore flex = core();
+  flex.ep_once_per_server = true;
+  flex.experts = 128;
+  flex.top_k = 8;
+  const EpTime t = ep_time(flex, across(8, 4), fabric());
+  CHECK(t.per_tier[0] == Approx(8 * 30e-6));
+  CHECK(t.per_tier[1] == Approx(8 * 400e-6 * dispatch_server_share(128, 8, 2)));
+  CHECK(t.comm.total == Approx(8 * (17e-6 + 400e-6 * dispatch_server_share(128, 8, 2))));
+}
+
 TEST_CASE("pp_hop_time: scatter/gather sends a TP slice, then all-gathers without SP") {
   // Send 2 MB across servers: 2 + 10 + 5 us + 2e6 / 10e9 = 217 us. Without sequence parallelism
   // the receiver all-gathers the 8 MB over TP 4: 2 + 3 + 3/4 x 80 = 65 us more.

@@ -618,3 +618,24 @@ TEST_CASE("Megatron-LM: CUDA graphs are written as --cuda-graph-impl and read ba
   CHECK(*parse_megatron_args("--external-cuda-graph", "args").cuda_graphs);
   CHECK(*parse_megatron_args("--enable-cuda-graph", "args").cuda_graphs);
 }
+
+TEST_CASE("Megatron-LM: an MoE model's dispatcher is written and read back") {
+  JobSpec j;
+  Plan p = make(1, 1, 8, 4, 1);
+  p.zero = 1;
+  const Cluster c = test::preset_cluster("dgx-h100", 4);
+  const Model mixtral = test::preset_model("mixtral-8x7b");
+  // alltoall (topoplan's default) is written: Megatron-core's own default, allgather, is not it.
+  const std::string a2a = megatron_args_for(c, mixtral, j, p);
+  CHECK_THAT(a2a, Catch::Contains("--moe-token-dispatcher-type alltoall"));
+  CHECK(*read_back(a2a).moe_dispatcher == MoeDispatcher::alltoall);
+  j.moe_dispatcher = MoeDispatcher::flex;
+  const std::string flex = megatron_args_for(c, mixtral, j, p);
+  CHECK_THAT(flex, Catch::Contains(
+                       "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"));
+  CHECK(*read_back(flex).moe_dispatcher == MoeDispatcher::flex);
+  CHECK(*parse_megatron_args("--moe-token-dispatcher-type allgather", "args").moe_dispatcher ==
+        MoeDispatcher::alltoall);
+  // A dense model has no dispatcher to write.
+  CHECK_THAT(llama8b_megatron_args(j, make(8, 1, 1, 4, 1)), !Catch::Contains("dispatcher"));
+}

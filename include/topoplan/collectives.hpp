@@ -101,12 +101,16 @@ struct Fabric {
 /// hierarchical scheme when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
 /// All-to-all of `bytes` per GPU (bytes/n to every member): the share for peers that meet at
-/// each tier crosses that tier at the GPU's bandwidth there, all tiers at once.
-[[nodiscard]] CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes);
+/// each tier crosses that tier at the GPU's bandwidth there, all tiers at once. Of what leaves
+/// the server only `server_share` is sent (1: all of it; less for a sender that sends a payload
+/// once to each server and lets it be copied inside, as MoE's HybridEP and DeepEP dispatch).
+[[nodiscard]] CollectiveCost all_to_all(const Fabric& f, const GroupShape& g, double bytes,
+                                        double server_share = 1.0);
 /// The same, per tier: seconds of transfer to the peers that meet at each tier.
 [[nodiscard]] std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f,
                                                                          const GroupShape& g,
-                                                                         double bytes);
+                                                                         double bytes,
+                                                                         double server_share = 1.0);
 /// Pipelined ring broadcast of `bytes` from one member.
 [[nodiscard]] CollectiveCost broadcast(const Fabric& f, const GroupShape& g, double bytes);
 /// One point-to-point send of `bytes` between GPUs that meet at `tier` (-1: same GPU, free).

@@ -79,6 +79,11 @@ struct EpTime {
   CommTime comm;
   std::array<double, Cluster::kMaxTiers> per_tier{};
 };
+/// Of the token copies an MoE dispatch sends to other servers, the share a dispatcher that sends
+/// each token once to every other server holding one of its experts sends (JobSpec::
+/// moe_dispatcher flex): `servers` x P(a given server holds one of the token's top_k of
+/// `experts`, drawn without repeats) / top_k, at most 1.
+[[nodiscard]] double dispatch_server_share(double experts, double top_k, double servers);
 /// With `overlap` the all-to-all of one microbatch runs under the compute (`hide`, seconds) of
 /// another: only what exceeds it is exposed.
 [[nodiscard]] EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab,

@@ -120,6 +120,10 @@ struct PlanCore {
   double cp_bytes = 0;  ///< one K/V chunk a CP rank passes on
   double ep_bytes = 0;  ///< one all-to-all's buffer per GPU
   double ep_per_layer = 0;
+  /// The dispatcher sends a token once to each other server (JobSpec::moe_dispatcher flex), the
+  /// model's routed experts and how many each token picks.
+  bool ep_once_per_server = false;
+  double experts = 0, top_k = 0;
   double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
   double pp_bytes = 0;
   double params_gpu = 0;            ///< parameters on one GPU

@@ -17,6 +17,8 @@ namespace topoplan {
 /// Engine's MXFP8BlockScaling, Blackwell's block-scaled tensor cores at the FP8 rate).
 /// Inference: the format of the weights and the KV cache.
 enum class Dtype { bf16, fp16, fp8, nvfp4, mxfp8 };
+/// An MoE layer's token dispatcher (JobSpec::moe_dispatcher).
+enum class MoeDispatcher { alltoall, flex };
 
 /// NVFP4's bytes per element: a 4-bit value and a 1-byte E4M3 scale per block of 16 (NVIDIA's
 /// format; Transformer Engine's NVFP4BlockScaling; the second-level fp32 scale per tensor is
@@ -72,6 +74,11 @@ struct JobSpec {
   /// the host nothing to launch, so an MoE layer is not bound by its host's launch rate
   /// (Calibration::moe_layer_host).
   bool cuda_graphs = false;
+  /// How an MoE layer's tokens reach their experts (Megatron-core --moe-token-dispatcher-type):
+  /// alltoall, one copy per routed expert; flex (--moe-flex-dispatcher-backend hybridep or
+  /// deepep), each token once to every other server that holds one of its experts, copied on
+  /// inside that server.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
   /// sizes need larger buckets to ensure collectives do not become latency-bound"
@@ -108,6 +115,8 @@ struct JobSpec {
 [[nodiscard]] const char* to_string(Dtype d);
 /// Parsers for flag values; InputError names `what` (the flag) on a bad value.
 [[nodiscard]] Dtype parse_dtype(const std::string& s, const std::string& what);
+[[nodiscard]] const char* to_string(MoeDispatcher d);
+[[nodiscard]] MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what);
 /// Checks ranges; InputError names the flag.
 /// Sequence lengths, batches and token counts are bounded so that token counts and loops over
 /// divisors stay small: 16,777,216 (2^24).

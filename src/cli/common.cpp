@@ -43,10 +43,24 @@ void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
                "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
                "weights in NVFP4 (Megatron-core --fp4-param-gather)");
+}
+
+/// How MoE layers run: their dispatcher and whether their static parts are graphed.
+void add_moe_options(CLI::App& cmd, InputOptions& o) {
+  cmd.add_option("--moe-dispatcher", o.moe_dispatcher,
+                 "alltoall (one copy per routed expert) or flex (HybridEP, DeepEP: each token once "
+                 "to every other server holding one of its experts)")
+      ->capture_default_str();
   cmd.add_flag("--cuda-graphs", o.cuda_graphs,
                "attention and the MoE router and dispatch preprocessing run as CUDA graphs "
                "(Megatron-core --cuda-graph-impl transformer_engine): MoE layers are not bound by "
                "the host's launch rate");
+}
+
+/// --moe-dispatcher if given, else what the plan file records, else alltoall.
+MoeDispatcher dispatcher_of(const InputOptions& o, const ImportedPlan& f) {
+  if (!o.given("--moe-dispatcher") && f.moe_dispatcher) return *f.moe_dispatcher;
+  return parse_moe_dispatcher(o.moe_dispatcher, "--moe-dispatcher");
 }
 
 }  // namespace
@@ -135,6 +149,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "over the stage's parameters (DeepSpeed's BF16_Optimizer: bf16 with ZeRO stage 0 "
                "in the DeepSpeed config); Megatron-LM fuses it into the weight-gradient GEMM");
   add_low_precision_gathers(cmd, o);
+  add_moe_options(cmd, o);
   cmd.add_option("--dp-bucket-params", o.dp_bucket_params,
                  "parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size; "
                  "default: Megatron-core's max(40M, 1M x DP))");
@@ -340,6 +355,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.fp8_param_gather = pick("--fp8-param-gather", true, f.fp8_param_gather, false);
   job.fp4_param_gather = pick("--fp4-param-gather", true, f.fp4_param_gather, false);
   job.cuda_graphs = pick("--cuda-graphs", true, f.cuda_graphs, false);
+  job.moe_dispatcher = dispatcher_of(o, f);
   job.dp_bucket_params =
       o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
   // A pair: the "--no-" flag wins outright, then as pick().
@@ -402,6 +418,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--fp8-param-gather",
                                                   "--fp4-param-gather",
                                                   "--cuda-graphs",
+                                                  "--moe-dispatcher",
                                                   "--dp-bucket-params",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",

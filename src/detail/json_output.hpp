@@ -57,6 +57,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"fp8_param_gather", job.fp8_param_gather},
           {"fp4_param_gather", job.fp4_param_gather},
           {"cuda_graphs", job.cuda_graphs},
+          {"moe_dispatcher", to_string(job.moe_dispatcher)},
           {"dp_bucket_params", job.dp_bucket_params}};
 }
 

@@ -138,6 +138,16 @@ std::string cuda_graph_args(const Model& m, const JobSpec& j) {
                       : " --cuda-graph-impl transformer_engine --cuda-graph-scope attn";
 }
 
+/// An MoE model's token dispatcher (Megatron-core's default, allgather, is not what topoplan
+/// costs, so it is always written); flex with HybridEP, the backend Megatron-Bridge's recipes
+/// pick (DeepEP sends once per server too).
+std::string dispatcher_args(const Model& m, const JobSpec& j) {
+  if (!m.spec.moe()) return "";
+  return j.moe_dispatcher == MoeDispatcher::flex
+             ? " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
+             : " --moe-token-dispatcher-type alltoall";
+}
+
 }  // namespace
 
 std::string export_megatron_args(const ExportContext& x) {
@@ -162,6 +172,7 @@ std::string export_megatron_args(const ExportContext& x) {
   if (p.sequence_parallel) args += " --sequence-parallel";
   args += overlap_and_data_parallel_args(p, j);
   args += cuda_graph_args(x.run.model, j);
+  args += dispatcher_args(x.run.model, j);
   if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
   if (p.recompute == Recompute::selective_op)
     out +=

@@ -253,6 +253,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.recompute_num_layers = positive(f, value(i), source);
     } else if (f == "--cpu-offloading-num-layers") {
       out.cpu_offloading_num_layers = positive(f, value(i), source);
+    } else if (f == "--moe-token-dispatcher-type") {  // allgather and alltoall copy per expert
+      out.moe_dispatcher = value(i) == "flex" ? MoeDispatcher::flex : MoeDispatcher::alltoall;
     } else if (f == "--cuda-graph-impl") {  // none, local, transformer_engine, full_iteration
       out.cuda_graphs = value(i) != "none";
     } else if (f == "--fp8-format") {  // e4m3 or hybrid: the linear layers in FP8

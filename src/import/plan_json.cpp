@@ -115,6 +115,9 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("fp8_param_gather")) out.fp8_param_gather = c.boolean_or("fp8_param_gather", false);
   if (c.has("fp4_param_gather")) out.fp4_param_gather = c.boolean_or("fp4_param_gather", false);
   if (c.has("cuda_graphs")) out.cuda_graphs = c.boolean_or("cuda_graphs", false);
+  if (c.has("moe_dispatcher"))
+    out.moe_dispatcher = parse_moe_dispatcher(c.string("moe_dispatcher"),
+                                              c.source() + ": " + c.path_of("moe_dispatcher"));
   // 0: Megatron-core's default bucket size (what plan and evaluate write when none was given).
   if (c.has("dp_bucket_params")) {
     out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
