@@ -85,11 +85,8 @@ double base(const Fabric& f, int span) {
   return f.base_latency + (span >= 1 ? f.network_base_latency : 0.0);
 }
 
-/// The group's members inside one server, and the servers it spans (1 inside one server).
+/// The group's members inside one server.
 int members_per_server(const GroupShape& g) { return g.span_tier >= 1 ? g.per_domain[0] : g.size; }
-double servers_spanned(const GroupShape& g) {
-  return static_cast<double>(g.size) / members_per_server(g);
-}
 
 /// LL's bus-bandwidth ceiling for the group: one server, two, or more.
 double ll_ceiling_for(const Fabric& f, const GroupShape& g) {
@@ -212,6 +209,10 @@ CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes) {
     if (h.time < best.time) best = h;
   }
   return best;
+}
+
+double servers_spanned(const GroupShape& g) {
+  return static_cast<double>(g.size) / members_per_server(g);
 }
 
 std::array<double, Cluster::kMaxTiers> all_to_all_per_tier(const Fabric& f, const GroupShape& g,

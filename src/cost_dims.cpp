@@ -82,9 +82,9 @@ EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab, bo
                double hide) {
   EpTime t;
   if (ep.size <= 1 || core.moe_layers_per_stage <= 0) return t;
-  const double servers = ep.span_tier >= 1 ? static_cast<double>(ep.size) / ep.per_domain[0] : 1.0;
-  const double share =
-      core.ep_once_per_server ? dispatch_server_share(core.experts, core.top_k, servers) : 1.0;
+  const double share = core.ep_once_per_server
+                           ? dispatch_server_share(core.experts, core.top_k, servers_spanned(ep))
+                           : 1.0;
   const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes, share);
   const double count = core.moe_layers_per_stage * core.ep_per_layer;
   const double total = count * one.time;

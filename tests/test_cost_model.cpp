@@ -364,19 +364,29 @@ TEST_CASE("FP8 TP all-gathers (torchtitan's Float8 TP) cut TP traffic only for f
 
 namespace {
 
-/// Megatron-Bridge's Llama 3 70B recipe on one NVL72 rack: 64 GPUs, TP 2, PP 4, VP 5, 8k tokens.
-struct RackRun {
+/// Megatron-Bridge's Llama 3 70B recipe on one NVL72 rack of `cluster` (64 GPUs, TP 2, PP 4,
+/// VP 5, 8k tokens), evaluated in FP8 and in `d`; `j` is the job in `d`.
+struct FormatPair {
+  Cluster c;
+  Model m;
   Plan p;
   JobSpec j;
+  Evaluation fp8, other;
 };
-RackRun llama70b_rack_run(Dtype d) {
-  RackRun r{plan(2, 4, 8), {}};
+FormatPair llama70b_rack_fp8_and(const char* cluster, Dtype d) {
+  FormatPair r{test::preset_cluster(cluster, 1),
+               test::preset_model("llama3-70b"),
+               plan(2, 4, 8),
+               test::job(8192, 256),
+               {},
+               {}};
   r.p.vpp = 5;
   r.p.sequence_parallel = true;
-  r.j.seq_len = 8192;
-  r.j.global_batch = 256;
   r.j.gpus = 64;
+  r.j.dtype = Dtype::fp8;
+  r.fp8 = eval(r.c, r.m, r.j, r.p);
   r.j.dtype = d;
+  r.other = eval(r.c, r.m, r.j, r.p);
   return r;
 }
 
@@ -389,12 +399,7 @@ double saved_bytes(const Model& m, JobSpec j, const Plan& p, Dtype d) {
 }  // namespace
 
 TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP4 GPUs only") {
-  Cluster c = test::preset_cluster("gb300-nvl72", 1);
-  Model m = test::preset_model("llama3-70b");
-  auto [p, j] = llama70b_rack_run(Dtype::fp8);
-  const Evaluation fp8 = eval(c, m, j, p);
-  j.dtype = Dtype::nvfp4;
-  const Evaluation fp4 = eval(c, m, j, p);
+  auto [c, m, p, j, fp8, fp4] = llama70b_rack_fp8_and("gb300-nvl72", Dtype::nvfp4);
   // The linear layers run at the FP4 peak (3x the FP8 one on GB300) times its own efficiency;
   // attention and the logits stay bf16, so the matmul time drops by less than the peak ratio.
   const Calibration cal;
@@ -429,12 +434,7 @@ TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP
 }
 
 TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell GPUs only") {
-  Cluster c = test::preset_cluster("gb200-nvl72", 1);
-  Model m = test::preset_model("llama3-70b");
-  auto [p, j] = llama70b_rack_run(Dtype::fp8);
-  const Evaluation fp8 = eval(c, m, j, p);
-  j.dtype = Dtype::mxfp8;
-  const Evaluation mx = eval(c, m, j, p);
+  auto [c, m, p, j, fp8, mx] = llama70b_rack_fp8_and("gb200-nvl72", Dtype::mxfp8);
   // The multiplies run on the same FP8 tensor cores at the same rate: the matmul time is FP8's.
   CHECK(mx.compute.matmul == Approx(fp8.compute.matmul));
   // Each quantization writes 1 + 1/32 bytes per element, and the copies the per-tensor recipe

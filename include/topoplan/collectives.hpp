@@ -100,6 +100,8 @@ struct Fabric {
 /// The cheapest of ring, tree, NVLS and in-network reduction (ties in that order), and of the
 /// hierarchical scheme when the calibration enables it.
 [[nodiscard]] CollectiveCost all_reduce(const Fabric& f, const GroupShape& g, double bytes);
+/// The servers a group spans (1 inside one server).
+[[nodiscard]] double servers_spanned(const GroupShape& g);
 /// All-to-all of `bytes` per GPU (bytes/n to every member): the share for peers that meet at
 /// each tier crosses that tier at the GPU's bandwidth there, all tiers at once. Of what leaves
 /// the server only `server_share` is sent (1: all of it; less for a sender that sends a payload

@@ -133,9 +133,8 @@ std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
 /// Megatron-Bridge's recipes set.
 std::string cuda_graph_args(const Model& m, const JobSpec& j) {
   if (!j.cuda_graphs) return "";
-  return m.spec.moe() ? " --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
-                        "moe_preprocess"
-                      : " --cuda-graph-impl transformer_engine --cuda-graph-scope attn";
+  return std::string(" --cuda-graph-impl transformer_engine --cuda-graph-scope attn") +
+         (m.spec.moe() ? " moe_router moe_preprocess" : "");
 }
 
 /// An MoE model's token dispatcher (Megatron-core's default, allgather, is not what topoplan
