@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -19,12 +21,34 @@ bool is_builtin(const Calibration& cal) {
 
 namespace {
 
+/// Mean and worst absolute error of `rows`, checked or not.
+ErrorSummary error_of(const std::vector<CalibrationResult>& rows) {
+  ErrorSummary s;
+  for (const auto& r : rows) {
+    const double e = std::abs(r.error());
+    ++s.runs;
+    s.mean += e;
+    s.worst = std::max(s.worst, e);
+  }
+  if (s.runs > 0) s.mean /= s.runs;
+  return s;
+}
+
 AccuracyBand measure(const Regime& want) {
-  const std::vector<CalibrationResult> rows = run_calibration_where(
-      Calibration{},
-      [&](const CalibrationResult& r) { return r.held_out && r.checked && r.kind == want.kind; });
+  // The held-back, checked rows of the kind, and the same model's rows shown but not checked.
+  const auto gap = [&](const CalibrationResult& r) {
+    return !r.checked && !want.model.empty() && r.model == want.model;
+  };
+  const std::vector<CalibrationResult> all =
+      run_calibration_where(Calibration{}, [&](const CalibrationResult& r) {
+        return r.kind == want.kind && ((r.held_out && r.checked) || gap(r));
+      });
+  std::vector<CalibrationResult> rows, gaps;
+  for (const auto& r : all) (gap(r) ? gaps : rows).push_back(r);
   AccuracyBand out;
   out.measured = true;
+  out.known_gap = error_of(gaps);
+  if (out.known_gap.runs > 0) out.model = want.model;
   // Narrowest first: kind, architecture, precision and model type; kind, architecture and model
   // type; kind and model type; kind. Dense runs say nothing of an MoE model's error (its
   // all-to-all and expert layers), nor the reverse.
@@ -50,9 +74,9 @@ AccuracyBand measure(const Regime& want) {
 AccuracyBand accuracy_band(const Regime& r, const Calibration& cal) {
   if (!is_builtin(cal)) return {};
   static std::mutex mu;
-  static std::map<std::tuple<RunKind, Arch, Precision, bool>, AccuracyBand> cache;
+  static std::map<std::tuple<RunKind, Arch, Precision, bool, std::string>, AccuracyBand> cache;
   const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(r.kind, r.arch, r.precision, r.moe);
+  const auto key = std::make_tuple(r.kind, r.arch, r.precision, r.moe, r.model);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, measure(r)).first;
   return it->second;

@@ -283,6 +283,7 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
     res.precision = precision_of(parse_dtype(r.at("inference").string("weight_dtype"), r.source()));
   if (res.kind != RunKind::collective) m = run_model(r);
   res.moe = m && m->spec.moe();
+  if (m) res.model = m->spec.name;
   return res;
 }
 

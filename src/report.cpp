@@ -36,27 +36,39 @@ std::string pct(double part, double whole) {
 
 AccuracyBand detail::band_for(const RunContext& ctx) {
   return accuracy_band({RunKind::training, ctx.cluster.gpu().arch, precision_of(ctx.job.dtype),
-                        ctx.model.spec.moe()},
+                        ctx.model.spec.moe(), ctx.model.spec.name},
                        ctx.cal);
 }
 
 AccuracyBand detail::band_for(const InferenceContext& ctx) {
-  return accuracy_band({RunKind::inference, ctx.cluster.gpu().arch,
-                        precision_of(ctx.job.weight_dtype), ctx.model.spec.moe()},
-                       ctx.cal);
+  return accuracy_band(
+      {RunKind::inference, ctx.cluster.gpu().arch, precision_of(ctx.job.weight_dtype),
+       ctx.model.spec.moe(), ctx.model.spec.name},
+      ctx.cal);
 }
 
 std::string detail::accuracy_line(const AccuracyBand& b) {
   if (!b.measured)
     return "expected error: not measured for these calibration constants (topoplan calibrate "
            "--calibration FILE measures them)";
+  const std::string gap =
+      b.known_gap.runs == 0
+          ? std::string()
+          : fmt::format(
+                "; but topoplan missed the {} published {} run{} of {} by {:.1f}% on "
+                "average, {:.1f}% at worst (shown, not checked): its step times for "
+                "this model are not to be trusted",
+                b.known_gap.runs, b.basis.substr(0, b.basis.find(',')),
+                b.known_gap.runs == 1 ? "" : "s", b.model, 100.0 * b.known_gap.mean,
+                100.0 * b.known_gap.worst);
   return fmt::format(
       "expected error: {:.1f}% mean, {:.1f}% worst on the {} published {} runs held back from "
-      "the fit{} (topoplan calibrate)",
+      "the fit{} (topoplan calibrate){}",
       100.0 * b.held_out.mean, 100.0 * b.held_out.worst, b.held_out.runs, b.basis,
       b.wanted == b.basis
           ? std::string()
-          : fmt::format("; fewer than {} checked {} runs, so widened", kMinBandRuns, b.wanted));
+          : fmt::format("; fewer than {} checked {} runs, so widened", kMinBandRuns, b.wanted),
+      gap);
 }
 
 ordered_json detail::accuracy_json(const AccuracyBand& b) {
@@ -67,6 +79,16 @@ ordered_json detail::accuracy_json(const AccuracyBand& b) {
   j["held_back_runs"] = b.held_out.runs;
   j["mean_abs_error"] = sig(b.held_out.mean, 4);
   j["worst_abs_error"] = sig(b.held_out.worst, 4);
+  if (b.known_gap.runs == 0) {
+    j["known_gap"] = nullptr;
+  } else {
+    ordered_json g;
+    g["model"] = b.model;
+    g["runs"] = b.known_gap.runs;
+    g["mean_abs_error"] = sig(b.known_gap.mean, 4);
+    g["worst_abs_error"] = sig(b.known_gap.worst, 4);
+    j["known_gap"] = g;
+  }
   return j;
 }
 

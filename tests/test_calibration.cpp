@@ -107,7 +107,7 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
     return summarize(picked).all;
   };
   const AccuracyBand h =
-      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8}, Calibration{});
+      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8, false, ""}, Calibration{});
   REQUIRE(h.measured);
   CHECK(h.basis == "training, hopper, fp8, dense");
   CHECK(h.wanted == h.basis);  // not widened
@@ -119,7 +119,7 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   // An MoE model is measured on the MoE rows alone (DeepSeek-V3, the Qwen3 MoE rows), not on
   // the dense ones: a different error.
   const AccuracyBand moe =
-      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8, true}, Calibration{});
+      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8, true, ""}, Calibration{});
   CHECK(moe.basis == "training, hopper, fp8, MoE");
   const ErrorSummary want_moe = by_hand(RunKind::training, Arch::hopper, Precision::fp8, true);
   CHECK(moe.held_out.runs == want_moe.runs);
@@ -128,8 +128,8 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   CHECK(moe.held_out.mean != Approx(h.held_out.mean));
   // Inference on Blackwell: no such held-back run, so the band widens to every dense inference
   // run (all of them are dense).
-  const AccuracyBand b =
-      accuracy_band({RunKind::inference, Arch::blackwell, Precision::fp8}, Calibration{});
+  const AccuracyBand b = accuracy_band(
+      {RunKind::inference, Arch::blackwell, Precision::fp8, false, ""}, Calibration{});
   CHECK(by_hand(RunKind::inference, Arch::blackwell, std::nullopt).runs < kMinBandRuns);
   CHECK(b.basis == "inference, dense");
   CHECK(b.wanted == "inference, blackwell, fp8, dense");  // what was asked, and is not measured
@@ -140,8 +140,41 @@ TEST_CASE("expected error: the held-back runs of the same kind, widened when the
   Calibration other;
   other.hbm_efficiency = 0.7;
   CHECK_FALSE(is_builtin(other));
-  CHECK_FALSE(accuracy_band({RunKind::training, Arch::hopper, Precision::fp8}, other).measured);
+  CHECK_FALSE(
+      accuracy_band({RunKind::training, Arch::hopper, Precision::fp8, false, ""}, other).measured);
   CHECK(is_builtin(Calibration{}));
+}
+
+TEST_CASE("expected error: a model whose published runs are shown, not checked, says so") {
+  const auto rows = run_calibration(Calibration{});
+  // Recount by hand: the training rows of gpt-oss-120b the corpus does not check.
+  std::vector<double> errors;
+  for (const auto& r : rows)
+    if (!r.checked && r.kind == RunKind::training && r.model == "gpt-oss-120b")
+      errors.push_back(std::abs(r.error()));
+  REQUIRE(errors.size() >= 3);
+  const AccuracyBand b = accuracy_band(
+      {RunKind::training, Arch::blackwell_ultra, Precision::fp8, true, "gpt-oss-120b"},
+      Calibration{});
+  REQUIRE(b.measured);
+  CHECK(b.model == "gpt-oss-120b");
+  CHECK(b.known_gap.runs == static_cast<int>(errors.size()));
+  CHECK(b.known_gap.worst == Approx(*std::max_element(errors.begin(), errors.end())));
+  CHECK(b.known_gap.mean > 0.3);  // the gap the README names: far beyond the band's error
+  CHECK(b.known_gap.mean > 3 * b.held_out.mean);
+  // The band itself is the one every MoE model of that regime gets.
+  const AccuracyBand qwen = accuracy_band(
+      {RunKind::training, Arch::blackwell_ultra, Precision::fp8, true, "qwen3-30b-a3b"},
+      Calibration{});
+  CHECK(qwen.known_gap.runs == 0);
+  CHECK(qwen.model.empty());
+  CHECK(qwen.held_out.runs == b.held_out.runs);
+  CHECK(qwen.held_out.mean == Approx(b.held_out.mean));
+  // Serving the same model: its training rows are not a serving gap.
+  CHECK(accuracy_band(
+            {RunKind::inference, Arch::blackwell_ultra, Precision::fp8, true, "gpt-oss-120b"},
+            Calibration{})
+            .known_gap.runs == 0);
 }
 
 TEST_CASE("the corpus: at least 40 training runs and 10 inference runs, each with its source") {

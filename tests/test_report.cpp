@@ -26,6 +26,30 @@ TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up"
   CHECK(sum == Approx(doc["step_time_s"].get<double>()).epsilon(1e-5));
   CHECK(doc["communication"]["tp"]["tier"] == "nvlink");
   CHECK(doc["communication"]["pp"]["tier"] == "leaf");
+  CHECK(doc["expected_error"]["known_gap"].is_null());  // llama3-70b: every run of it checked
+}
+
+TEST_CASE(
+    "evaluate names a model whose published runs topoplan misses (expected_error.known_gap)") {
+  Cluster c = test::preset_cluster("dgx-b300", 8);
+  Model m = test::preset_model("gpt-oss-120b");
+  JobSpec j;
+  j.seq_len = 4096;
+  j.dtype = Dtype::mxfp8;
+  Plan p = test::plan(1, 1, 64);
+  p[Dim::ep] = 8;
+  p.micro_batch = 4;
+  Evaluation e = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+  const RunContext ctx{c, m, j, Calibration{}};
+  auto doc = nlohmann::json::parse(evaluation_json(ctx, p, e));
+  const auto& gap = doc["expected_error"]["known_gap"];
+  REQUIRE(gap.is_object());
+  CHECK(gap["model"] == "gpt-oss-120b");
+  CHECK(gap["runs"].get<int>() >= 3);
+  CHECK(gap["mean_abs_error"].get<double>() > 0.3);
+  const std::string text = evaluation_text(ctx, p, e);
+  CHECK(text.find("published training runs of gpt-oss-120b") != std::string::npos);
+  CHECK(text.find("not to be trusted") != std::string::npos);
 }
 
 TEST_CASE("the plan report explains the winner and names the tiers") {

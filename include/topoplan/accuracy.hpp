@@ -12,7 +12,8 @@ struct Regime {
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;
   Precision precision = Precision::bits16;
-  bool moe = false;  ///< a model with routed experts
+  bool moe = false;   ///< a model with routed experts
+  std::string model;  ///< the model's name: its own published runs that are not checked, if any
 };
 
 struct AccuracyBand {
@@ -24,6 +25,10 @@ struct AccuracyBand {
   /// `basis` when too few held-back runs of that regime were checked and the band widened.
   std::string wanted;
   ErrorSummary held_out;
+  /// The same model's published runs that the corpus shows but does not check (a gap it names,
+  /// `why_not_checked`): their error, whatever the band above says. No runs: no known gap.
+  ErrorSummary known_gap;
+  std::string model;  ///< whose runs `known_gap` counts
 };
 
 /// Fewest held-back runs a band stands on before it is widened.
@@ -31,7 +36,8 @@ inline constexpr int kMinBandRuns = 3;
 
 /// The held-back, checked runs of the same kind, GPU architecture, precision and model type (with
 /// experts or dense); with fewer than kMinBandRuns of them, of the same kind, architecture and
-/// model type; then of the same kind and model type; then of the same kind. Predicted with the
+/// model type; then of the same kind and model type; then of the same kind. With them, the error on
+/// the runs of the same kind and model (`Regime::model`) shown but not checked. Predicted with the
 /// built-in constants, once per regime per process.
 [[nodiscard]] AccuracyBand accuracy_band(const Regime& r, const Calibration& cal);
 

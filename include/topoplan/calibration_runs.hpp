@@ -40,7 +40,8 @@ struct CalibrationResult {
   RunKind kind = RunKind::training;
   Arch arch = Arch::ampere;  ///< of the run's GPUs
   Precision precision = Precision::bits16;
-  bool moe = false;  ///< the model has routed experts
+  bool moe = false;   ///< the model has routed experts
+  std::string model;  ///< the model's name (its preset, or the config's "name")
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
 };
 
