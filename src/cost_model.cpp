@@ -307,7 +307,9 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   const bool low_gather = low_precision_param_gather(j);
   const double low_dense =
       low_gather ? std::clamp(stage.layer_params - experts_gpu, 0.0, dense_gpu) : 0.0;
-  const double low_bytes = dtype_bytes(j.dtype);
+  // MXFP8 weights travel in bf16 and are cast after the gather (job.hpp).
+  const bool mx_bf16 = mxfp8_params_gathered_in_bf16(j);
+  const double low_bytes = mx_bf16 ? bytes : dtype_bytes(j.dtype);
   core.dense_param_bytes = low_dense * low_bytes + (dense_gpu - low_dense) * bytes;
   core.expert_param_bytes = experts_gpu * (low_gather ? low_bytes : bytes);
   // Data-parallel replicas of each parameter: dense ones over dp x cp, experts over expert-dp.
@@ -316,6 +318,10 @@ void set_data_parallel(PlanCore& core, const Cluster& c, const Model& m, const J
   const double opt_params =
       p.zero >= 1 ? dense_gpu / dense_rep + experts_gpu / expert_rep : params_gpu;
   core.optimizer_time = opt_params * cal.optimizer_bytes_per_param / c.gpu().hbm_bandwidth;
+  // The cast of the stage's gathered bf16 weights to MXFP8, both ways, once per step.
+  if (mx_bf16)
+    core.optimizer_time += stage.layer_params * cal.mxfp8_cast_transpose_bytes /
+                           (c.gpu().hbm_bandwidth * cal.hbm_efficiency);
 }
 
 }  // namespace

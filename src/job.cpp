@@ -30,6 +30,10 @@ bool low_precision_param_gather(const JobSpec& j) {
          (j.fp4_param_gather && j.dtype == Dtype::nvfp4);
 }
 
+bool mxfp8_params_gathered_in_bf16(const JobSpec& j) {
+  return j.dtype == Dtype::mxfp8 && low_precision_param_gather(j);
+}
+
 double activation_bytes(const JobSpec& j) {
   return low_precision_linear(j.dtype) ? 2.0 : dtype_bytes(j.dtype);
 }

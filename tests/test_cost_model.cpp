@@ -453,13 +453,25 @@ TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell
   const double mx_act = saved_bytes(m, j, p, Dtype::mxfp8);
   CHECK(mx_act > fp8_act);
   CHECK(mx_act < bf16_act);
-  // --fp8-param-gather gathers the layers' weights in MXFP8 (1.03125 bytes per parameter).
+  // --fp8-param-gather with MXFP8 weights: Megatron-core gathers them in bf16 into the gradient
+  // buffer (--reuse-grad-buf-for-mxfp8-param-ag) and casts each to MXFP8, both ways, once a step:
+  // the gather moves what a bf16 one does, and the step pays the cast of the stage's layer
+  // weights (read 2 bytes, write 2 x 1.03125) at the HBM efficiency.
   Plan z = plan(1, 4, 16);
   j.fp8_param_gather = false;
   const PlanCore bf16_gather = prepare(c, m, j, z, cal);
   j.fp8_param_gather = true;
+  CHECK(mxfp8_params_gathered_in_bf16(j));
   const PlanCore mx_gather = prepare(c, m, j, z, cal);
-  CHECK(mx_gather.dense_param_bytes < 0.6 * bf16_gather.dense_param_bytes);
+  CHECK(mx_gather.dense_param_bytes == Approx(bf16_gather.dense_param_bytes));
+  const double layer_params = most_loaded_stage(m, z).layer_params;
+  CHECK(mx_gather.optimizer_time - bf16_gather.optimizer_time ==
+        Approx(layer_params * (2.0 + 2 * 1.03125) / (c.gpu().hbm_bandwidth * cal.hbm_efficiency)));
+  CHECK(layer_params > 0.9 * m.counts.total_params / 4);  // a quarter of the model, less the ends
+  j.dtype = Dtype::fp8;  // per-tensor FP8 weights travel in FP8 and are cast by the optimizer
+  CHECK_FALSE(mxfp8_params_gathered_in_bf16(j));
+  j.dtype = Dtype::mxfp8;
+  j.fp8_param_gather = false;
   // MFU is against the 16-bit peak; mfu_format_peak against the FP8 one the multiplies run at.
   CHECK(mx.mfu == Approx(mx.model_flops_per_gpu / c.gpu().peak_flops));
   CHECK(mx.mfu_format_peak == Approx(mx.model_flops_per_gpu / c.gpu().peak_flops_fp8));

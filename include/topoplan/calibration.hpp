@@ -161,7 +161,7 @@ struct Calibration {
   /// MoE layer, forward and backward, beyond the GEMMs, the activation and the all-to-all (the
   /// dispatcher's permute, pad, per-expert quantization, probability weighting and unpermute, and
   /// the host stalls between their small kernels). Fitted.
-  double moe_routed_copy_bytes = 75.8;
+  double moe_routed_copy_bytes = 75.7;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };

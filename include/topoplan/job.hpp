@@ -109,6 +109,12 @@ struct JobSpec {
 /// Whether the data-parallel parameter all-gathers move the layers' weights in the training's
 /// low-precision format: --fp8-param-gather with fp8 or mxfp8, --fp4-param-gather with nvfp4.
 [[nodiscard]] bool low_precision_param_gather(const JobSpec& j);
+/// Whether those gathers are MXFP8 ones, which Megatron-core runs in bf16: with MXFP8 weights it
+/// gathers bf16 parameters into the gradient buffer (--reuse-grad-buf-for-mxfp8-param-ag, which
+/// Megatron-LM's MoE guide pairs with --fp8-param-gather for MXFP8 and Megatron-Bridge's
+/// bf16_with_mxfp8_mixed sets) and casts each to MXFP8 after the gather
+/// (megatron/core/distributed, start_param_sync / finish_param_sync), once per step.
+[[nodiscard]] bool mxfp8_params_gathered_in_bf16(const JobSpec& j);
 /// Bytes per element of a training job's activations and TP traffic: bf16 for fp8, nvfp4 and
 /// mxfp8 training.
 [[nodiscard]] double activation_bytes(const JobSpec& j);
