@@ -58,11 +58,14 @@ AccuracyBand measure(const Regime& want) {
       if ((level >= 2 || r.arch == want.arch) && (level >= 1 || r.precision == want.precision) &&
           (level >= 3 || r.moe == want.moe))
         picked.push_back(r);
-    out.basis = to_string(want.kind);
-    if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
-    if (level < 1) out.basis = fmt::format("{}, {}", out.basis, precision_name(want.precision));
-    if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
-    if (level == 0) out.wanted = out.basis;
+    if (level == 0) {
+      out.basis = regime_name(want.kind, want.arch, want.precision, want.moe);
+      out.wanted = out.basis;
+    } else {
+      out.basis = to_string(want.kind);
+      if (level < 2) out.basis = fmt::format("{}, {}", out.basis, to_string(want.arch));
+      if (level < 3) out.basis = fmt::format("{}, {}", out.basis, want.moe ? "MoE" : "dense");
+    }
     out.held_out = summarize(picked).all;
     if (out.held_out.runs >= kMinBandRuns) break;
   }

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <tuple>
 
 #include "topoplan/calibration_runs.hpp"
 
@@ -26,7 +29,61 @@ CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {
   return s;
 }
 
+double CalibrationResult::speed_error() const {
+  const std::string_view m = metric;
+  const bool time = m.ends_with("_s") || m.ends_with("_ms") || m.ends_with("_us");
+  return time ? measured / predicted - 1.0 : error();
+}
+
+std::string regime_name(RunKind kind, Arch arch, Precision precision, bool moe) {
+  return fmt::format("{}, {}, {}, {}", to_string(kind), to_string(arch), precision_name(precision),
+                     moe ? "MoE" : "dense");
+}
+
+std::vector<RegimeSummary> summarize_by_regime(const std::vector<CalibrationResult>& r) {
+  std::map<std::tuple<RunKind, Arch, Precision, bool>, std::vector<const CalibrationResult*>> by;
+  for (const auto& x : r)
+    if (x.checked && x.held_out) by[{x.kind, x.arch, x.precision, x.moe}].push_back(&x);
+  std::vector<RegimeSummary> out;
+  for (const auto& [key, rows] : by) {
+    RegimeSummary g;
+    std::tie(g.kind, g.arch, g.precision, g.moe) = key;
+    for (const CalibrationResult* x : rows) {
+      const double e = std::abs(x->error());
+      g.held_out.mean += e;
+      g.held_out.worst = std::max(g.held_out.worst, e);
+      g.bias += x->speed_error();
+    }
+    g.held_out.runs = static_cast<int>(rows.size());
+    g.held_out.mean /= g.held_out.runs;
+    g.bias /= g.held_out.runs;
+    out.push_back(g);
+  }
+  return out;
+}
+
 namespace {
+
+/// The held-back error by regime, after the summaries (text and markdown).
+std::string regime_table(const std::vector<RegimeSummary>& groups, bool md) {
+  std::string out;
+  if (md) {
+    out += "\n| held back, by regime | runs | mean error | worst | bias |\n|---|---|---|---|---|\n";
+    for (const auto& g : groups)
+      out += fmt::format("| {} | {} | {:.2f}% | {:.2f}% | {:+.1f}% |\n",
+                         regime_name(g.kind, g.arch, g.precision, g.moe), g.held_out.runs,
+                         100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.bias);
+    return out;
+  }
+  out += fmt::format("\n{:<45} {:>5} {:>11} {:>8} {:>7}\n", "held back, by regime", "runs",
+                     "mean error", "worst", "bias");
+  for (const auto& g : groups)
+    out += fmt::format("{:<45} {:>5} {:>10.2f}% {:>7.2f}% {:>+6.1f}%\n",
+                       regime_name(g.kind, g.arch, g.precision, g.moe), g.held_out.runs,
+                       100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.bias);
+  return out +
+         "(bias: mean signed error, + = topoplan predicts these runs faster than published)\n";
+}
 
 std::string summary_line(const char* what, const ErrorSummary& e) {
   return fmt::format("{}: {} runs; mean absolute error {:.2f}%, worst {:.2f}%", what, e.runs,
@@ -48,6 +105,17 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
     j["fit_max_abs_error"] = sum.fit.worst;
     j["held_out_mean_abs_error"] = sum.held_out.mean;
     j["held_out_max_abs_error"] = sum.held_out.worst;
+    auto regimes = nlohmann::ordered_json::array();
+    for (const auto& g : summarize_by_regime(r))
+      regimes.push_back({{"kind", to_string(g.kind)},
+                         {"arch", to_string(g.arch)},
+                         {"precision", precision_name(g.precision)},
+                         {"moe", g.moe},
+                         {"runs", g.held_out.runs},
+                         {"mean_abs_error", g.held_out.mean},
+                         {"max_abs_error", g.held_out.worst},
+                         {"bias", g.bias}});
+    j["held_out_by_regime"] = regimes;
     auto rows = nlohmann::ordered_json::array();
     for (const auto& x : r)
       rows.push_back({{"name", x.name},
@@ -91,7 +159,7 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                      md ? " (* = shown, not checked)" : "  (* = shown, not checked)");
   out += fmt::format("{}{}\n{}{}\n", md ? "\n" : "", summary_line("fit", sum.fit), md ? "\n" : "",
                      summary_line("held back", sum.held_out));
-  return out;
+  return out + regime_table(summarize_by_regime(r), md);
 }
 
 }  // namespace topoplan

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 
 #include "helpers.hpp"
 #include "topoplan/accuracy.hpp"
@@ -51,6 +52,63 @@ TEST_CASE("calibrate's JSON rows carry the class the expected-error lines group 
     }
   }
   CHECK(seen == 2);
+}
+
+TEST_CASE("calibrate prints the held-back error by regime, as the expected-error bands read it") {
+  const auto rows = run_calibration(Calibration{});
+  const std::vector<RegimeSummary> groups = summarize_by_regime(rows);
+  // Every held-back, checked run is in exactly one regime; each regime's figures are the ones
+  // evaluate and plan print for a plan of that regime when it has enough runs.
+  int runs = 0;
+  for (const auto& g : groups) {
+    runs += g.held_out.runs;
+    INFO(regime_name(g.kind, g.arch, g.precision, g.moe));
+    if (g.held_out.runs < kMinBandRuns) continue;
+    const AccuracyBand band =
+        accuracy_band({g.kind, g.arch, g.precision, g.moe, ""}, Calibration{});
+    CHECK(band.basis == regime_name(g.kind, g.arch, g.precision, g.moe));
+    CHECK(band.held_out.runs == g.held_out.runs);
+    CHECK(band.held_out.mean == Approx(g.held_out.mean));
+    CHECK(band.held_out.worst == Approx(g.held_out.worst));
+  }
+  CHECK(runs == summarize(rows).held_out.runs);
+  // Ordered by kind, architecture, precision, dense before MoE: training before inference.
+  REQUIRE(groups.size() >= 10);
+  CHECK(regime_name(groups.front().kind, groups.front().arch, groups.front().precision,
+                    groups.front().moe) == "training, ampere, 16-bit, dense");
+  for (std::size_t i = 1; i < groups.size(); ++i)
+    CHECK(std::make_tuple(groups[i - 1].kind, groups[i - 1].arch, groups[i - 1].precision,
+                          groups[i - 1].moe) <
+          std::make_tuple(groups[i].kind, groups[i].arch, groups[i].precision, groups[i].moe));
+  // Bias is signed by speed: a time metric predicted shorter than published is + (faster).
+  CalibrationResult t;
+  t.metric = "iteration_time_s";
+  t.measured = 10;
+  t.predicted = 8;
+  CHECK(t.speed_error() == Approx(0.25));
+  t.metric = "tokens_per_s_per_gpu";
+  CHECK(t.speed_error() == Approx(-0.2));
+  // MT-NLG's three rows are predicted 18-21% too fast (less time): the A100 16-bit regime's bias
+  // counts them as +.
+  double by_hand = 0;
+  int n = 0;
+  for (const auto& r : rows)
+    if (r.checked && r.held_out && r.kind == RunKind::training && r.arch == Arch::ampere &&
+        r.precision == Precision::bits16 && !r.moe) {
+      by_hand += r.speed_error();
+      ++n;
+      if (r.family == "MT-NLG 530B") CHECK(r.speed_error() > 0);
+    }
+  CHECK(groups.front().bias == Approx(by_hand / n));
+  // The JSON carries the same table; the text and markdown print it after the summaries.
+  const auto j = nlohmann::json::parse(calibration_report(rows, "json"));
+  REQUIRE(j.at("held_out_by_regime").size() == groups.size());
+  CHECK(j.at("held_out_by_regime")[0].at("runs") == groups.front().held_out.runs);
+  CHECK(j.at("held_out_by_regime")[0].at("precision") == "16-bit");
+  const std::string md = calibration_report(rows, "markdown");
+  CHECK(md.find("| held back, by regime | runs | mean error | worst | bias |") !=
+        std::string::npos);
+  CHECK(md.find("| training, hopper, fp8, dense | ") != std::string::npos);
 }
 
 TEST_CASE("held-back runs: the prediction error stays within the bound the README states") {

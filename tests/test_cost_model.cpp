@@ -467,7 +467,8 @@ TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell
   const double layer_params = most_loaded_stage(m, z).layer_params;
   CHECK(mx_gather.optimizer_time - bf16_gather.optimizer_time ==
         Approx(layer_params * (2.0 + 2 * 1.03125) / (c.gpu().hbm_bandwidth * cal.hbm_efficiency)));
-  CHECK(layer_params > 0.9 * m.counts.total_params / 4);  // a quarter of the model, less the ends
+  CHECK(layer_params > 0.9 * static_cast<double>(m.counts.total_params) /
+                           4);  // a quarter of the model, less the ends
   j.dtype = Dtype::fp8;  // per-tensor FP8 weights travel in FP8 and are cast by the optimizer
   CHECK_FALSE(mxfp8_params_gathered_in_bf16(j));
   j.dtype = Dtype::mxfp8;

@@ -43,6 +43,9 @@ struct CalibrationResult {
   bool moe = false;   ///< the model has routed experts
   std::string model;  ///< the model's name (its preset, or the config's "name")
   [[nodiscard]] double error() const { return predicted / measured - 1.0; }
+  /// The error signed by speed: + when topoplan predicts the run faster than published (more
+  /// throughput, or less time for a time metric: `_s`, `_ms`, `_us`), - when slower.
+  [[nodiscard]] double speed_error() const;
 };
 
 /// Mean and worst absolute relative error over a set of checked runs.
@@ -56,6 +59,23 @@ struct CalibrationSummary {
   ErrorSummary all, fit, held_out;
 };
 [[nodiscard]] CalibrationSummary summarize(const std::vector<CalibrationResult>& r);
+
+/// The held-back, checked runs of one regime: kind, GPU architecture, precision and model type
+/// (the narrowest band `evaluate` and `plan` print as their expected error).
+struct RegimeSummary {
+  RunKind kind = RunKind::training;
+  Arch arch = Arch::ampere;
+  Precision precision = Precision::bits16;
+  bool moe = false;
+  ErrorSummary held_out;
+  double bias = 0;  ///< mean speed_error(): + predicts these runs faster than published
+};
+/// One entry per regime with a held-back, checked run, ordered by kind, architecture, precision
+/// and model type (dense first), each in its enum's order.
+[[nodiscard]] std::vector<RegimeSummary> summarize_by_regime(
+    const std::vector<CalibrationResult>& r);
+/// "training, hopper, fp8, dense": a regime as the expected-error lines name it.
+[[nodiscard]] std::string regime_name(RunKind kind, Arch arch, Precision precision, bool moe);
 
 /// The runs a report re-predicts: topoplan.calibration-runs/v1 JSON, the format of
 /// configs/calibration/runs.json, and the name its input errors cite.
