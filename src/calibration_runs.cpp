@@ -119,6 +119,7 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   j.tp_comm_overlap = jc.boolean_or("tp_comm_overlap", st.tp_comm_overlap);
   j.fp8_tp_all_gather = jc.boolean_or("fp8_tp_all_gather", st.fp8_tp_all_gather);
   j.ep_comm_overlap = jc.boolean_or("ep_comm_overlap", false);
+  j.fp8_attention = jc.boolean_or("fp8_attention", false);
   j.grad_reduce_bf16 = jc.boolean_or("grad_reduce_bf16", false);
   j.grad_accumulation_pass = jc.boolean_or("grad_accumulation_pass", false);
   j.fp8_param_gather = jc.boolean_or("fp8_param_gather", false);

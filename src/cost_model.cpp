@@ -135,8 +135,10 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
                                   gpu.peak_flops_fp8 * cal.gemm_efficiency_fp8[arch], size)
       : fp4 ? size_rule_pass_times(gpu.peak_flops_fp4 * cal.gemm_efficiency_fp4[arch], size)
             : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
-  const double attn_rate =
-      j.fa2_attention ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size : rate;
+  const double attn_rate = j.fa2_attention
+                               ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size
+                           : fp8 && j.fp8_attention ? rate * gpu.peak_flops_fp8 / gpu.peak_flops
+                                                    : rate;
   // Sliding-window layers attend to fewer keys (attention_span_factor).
   const double attn = k.layer_attention_flops_per_seq * s * attention_span_factor(k, s) / t;
   const double linear = k.layer_matmul_flops / t;

@@ -60,8 +60,8 @@ std::string fingerprint(const JobSpec& j) {
          (j.ep_comm_overlap ? "-ep-overlap" : "") + (j.grad_reduce_bf16 ? "-grad-bf16" : "") +
          (j.grad_accumulation_pass ? "-grad-accum-pass" : "") + (j.fa2_attention ? "-fa2" : "") +
          (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "") +
-         (j.fp8_param_gather ? "-fp8-params" : "") + (j.fp4_param_gather ? "-fp4-params" : "") +
-         (j.cuda_graphs ? "-cuda-graphs" : "") +
+         (j.fp8_attention ? "-fp8-attention" : "") + (j.fp8_param_gather ? "-fp8-params" : "") +
+         (j.fp4_param_gather ? "-fp4-params" : "") + (j.cuda_graphs ? "-cuda-graphs" : "") +
          (j.moe_dispatcher == MoeDispatcher::flex ? "-flex-dispatch" : "");
 }
 

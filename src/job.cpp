@@ -84,6 +84,13 @@ const char* format_peak_name(Dtype d) {
 }
 
 void validate(const JobSpec& j, const GpuSpec& gpu) {
+  if (j.fp8_attention && !fp8_multiplies(j.dtype))
+    throw_input("fp8_attention", "",
+                fmt::format("expected fp8 or mxfp8 training, got {}", to_string(j.dtype)));
+  if (j.fp8_attention && (j.fa2_attention || !j.flash_attention))
+    throw_input("fp8_attention", "",
+                fmt::format("expected fused attention (Transformer Engine's cuDNN kernels), got {}",
+                            j.fa2_attention ? "FlashAttention-2" : "unfused attention"));
   if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
     throw_input(
         "dtype", "",

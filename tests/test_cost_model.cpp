@@ -433,6 +433,35 @@ TEST_CASE("NVFP4 training: FP4 linear layers, cheaper casts and saved inputs, FP
   CHECK_NOTHROW(validate(j, c.gpu()));
 }
 
+TEST_CASE("FP8 attention: fused attention's matmuls at the FP8 rate, nothing else changes") {
+  auto [c, m, p, j, fp8, mx] = llama70b_rack_fp8_and("gb200-nvl72", Dtype::mxfp8);
+  const Calibration cal;
+  const PlanCore off = prepare(c, m, j, p, cal);
+  j.fp8_attention = true;
+  CHECK_NOTHROW(validate(j, c.gpu()));
+  const PlanCore on = prepare(c, m, j, p, cal);
+  // The same fraction of the FP8 peak as bf16 attention reaches of the 16-bit one: on GB200
+  // (5 dense FP8 PFLOP/s, 2.5 bf16) attention takes half the time.
+  const double ratio = c.gpu().peak_flops / c.gpu().peak_flops_fp8;
+  CHECK(ratio == Approx(0.5));
+  CHECK(on.t_attention_fwd == Approx(off.t_attention_fwd * ratio));
+  // Forward and the backward's two passes, no recomputation: three attention passes per layer.
+  CHECK(off.t_matmul - on.t_matmul ==
+        Approx(3 * on.layers_per_stage * (off.t_attention_fwd - on.t_attention_fwd)));
+  CHECK(on.t_elementwise == Approx(off.t_elementwise));
+  const Evaluation faster = eval(c, m, j, p);
+  CHECK(faster.step_time < mx.step_time);
+  CHECK(faster.comm[Dim::tp] == Approx(mx.comm[Dim::tp]));
+  // Only with FP8 multiplies, and only in fused attention.
+  j.dtype = Dtype::bf16;
+  CHECK_THROWS_WITH(validate(j, c.gpu()),
+                    Catch::Contains("expected fp8 or mxfp8 training, got bf16"));
+  j.dtype = Dtype::fp8;
+  CHECK_NOTHROW(validate(j, c.gpu()));
+  j.fa2_attention = true;
+  CHECK_THROWS_WITH(validate(j, c.gpu()), Catch::Contains("got FlashAttention-2"));
+}
+
 TEST_CASE("MXFP8 training: FP8 multiplies, block-scaled quantizations, Blackwell GPUs only") {
   auto [c, m, p, j, fp8, mx] = llama70b_rack_fp8_and("gb200-nvl72", Dtype::mxfp8);
   // The multiplies run on the same FP8 tensor cores at the same rate: the matmul time is FP8's.

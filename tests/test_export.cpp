@@ -462,6 +462,16 @@ TEST_CASE("Megatron-LM: --fp8-param-gather and --ddp-bucket-size are written and
   const ImportedPlan large = parse_megatron_args("--ddp-bucket-size 4000000000", "args");
   REQUIRE(large.dp_bucket_params);
   CHECK(*large.dp_bucket_params == 4000000000);
+  // FP8 attention is Megatron-core's --fp8-dot-product-attention, both ways.
+  j.fp8_attention = true;
+  const std::string attn = megatron_args_for(c, m, j, p);
+  CHECK_THAT(attn, Catch::Contains(" --fp8-dot-product-attention"));
+  const ImportedPlan attn_back = read_back(attn);
+  REQUIRE(attn_back.fp8_attention);
+  CHECK(*attn_back.fp8_attention);
+  REQUIRE(back.fp8_attention);
+  CHECK_FALSE(*back.fp8_attention);  // Megatron-LM's default: off
+  j.fp8_attention = false;
   // bf16 training has no FP8 parameters to gather; the default bucket size is not written.
   j.dtype = Dtype::bf16;
   j.dp_bucket_params = 0;

@@ -43,6 +43,9 @@ void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
                "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
                "weights in NVFP4 (Megatron-core --fp4-param-gather)");
+  cmd.add_flag("--fp8-attention", o.fp8_attention,
+               "with --dtype fp8 or mxfp8, fused attention's matmuls run in FP8 at the FP8 rate "
+               "(Megatron-core --fp8-dot-product-attention, Transformer Engine fp8_dpa)");
 }
 
 /// How MoE layers run: their dispatcher and whether their static parts are graphed.
@@ -355,6 +358,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.fp8_param_gather = pick("--fp8-param-gather", true, f.fp8_param_gather, false);
   job.fp4_param_gather = pick("--fp4-param-gather", true, f.fp4_param_gather, false);
   job.cuda_graphs = pick("--cuda-graphs", true, f.cuda_graphs, false);
+  job.fp8_attention = pick("--fp8-attention", true, f.fp8_attention, false);
   job.moe_dispatcher = dispatcher_of(o, f);
   job.dp_bucket_params =
       o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
@@ -417,6 +421,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--grad-accumulation-pass",
                                                   "--fp8-param-gather",
                                                   "--fp4-param-gather",
+                                                  "--fp8-attention",
                                                   "--cuda-graphs",
                                                   "--moe-dispatcher",
                                                   "--dp-bucket-params",

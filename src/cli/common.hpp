@@ -43,6 +43,7 @@ struct InputOptions {
   bool fp8_param_gather = false;
   bool fp4_param_gather = false;
   bool cuda_graphs = false;
+  bool fp8_attention = false;
   std::string moe_dispatcher = "alltoall";
   std::int64_t dp_bucket_params = 0;  ///< --dp-bucket-params (0: Megatron-core's default)
   bool fa2_attention = false;

@@ -52,6 +52,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"grad_accumulation_pass", job.grad_accumulation_pass},
           {"fa2_attention", job.fa2_attention},
           {"fp8_tp_all_gather", job.fp8_tp_all_gather},
+          {"fp8_attention", job.fp8_attention},
           {"eager", job.eager},
           {"overlap_p2p", job.overlap_p2p},
           {"fp8_param_gather", job.fp8_param_gather},

@@ -119,6 +119,7 @@ std::string overlap_and_data_parallel_args(const Plan& p, const JobSpec& j) {
   if (j.grad_reduce_bf16 && j.dtype != Dtype::fp16) args += " --grad-reduce-in-bf16";
   if (low_precision_param_gather(j))
     args += j.dtype == Dtype::nvfp4 ? " --fp4-param-gather" : " --fp8-param-gather";
+  if (j.fp8_attention) args += " --fp8-dot-product-attention";
   if (mxfp8_params_gathered_in_bf16(j)) args += " --reuse-grad-buf-for-mxfp8-param-ag";
   if (j.dp_bucket_params > 0) args += fmt::format(" --ddp-bucket-size {}", j.dp_bucket_params);
   if (j.tp_comm_overlap) args += " --tp-comm-overlap";

@@ -173,6 +173,7 @@ ImportedPlan megatron_defaults() {
   out.fp8_param_gather = false;
   out.fp4_param_gather = false;
   out.cuda_graphs = false;
+  out.fp8_attention = false;
   out.overlap_p2p = false;
   return out;
 }
@@ -190,6 +191,7 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
       {"--grad-reduce-in-bf16", [](ImportedPlan& o) { o.grad_reduce_bf16 = true; }},
       {"--fp8-param-gather", [](ImportedPlan& o) { o.fp8_param_gather = true; }},
       {"--fp4-param-gather", [](ImportedPlan& o) { o.fp4_param_gather = true; }},
+      {"--fp8-dot-product-attention", [](ImportedPlan& o) { o.fp8_attention = true; }},
       {"--overlap-p2p-communication", [](ImportedPlan& o) { o.overlap_p2p = true; }},
       {"--use-tp-pp-dp-mapping", [](ImportedPlan& o) { o.plan.order = kTpPpDpOrder; }},
       {"--cpu-offloading", [](ImportedPlan& o) { o.cpu_offloading = true; }},

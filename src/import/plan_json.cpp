@@ -127,6 +127,7 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   }
   if (c.has("fa2_attention")) out.fa2_attention = c.boolean_or("fa2_attention", false);
   if (c.has("fp8_tp_all_gather")) out.fp8_tp_all_gather = c.boolean_or("fp8_tp_all_gather", false);
+  if (c.has("fp8_attention")) out.fp8_attention = c.boolean_or("fp8_attention", false);
   if (c.has("eager")) out.eager = c.boolean_or("eager", false);
   if (c.has("overlap_grad_reduce"))
     out.overlap_grad_reduce = c.boolean_or("overlap_grad_reduce", true);

@@ -27,7 +27,8 @@ struct ImportedPlan {
   std::optional<MoeDispatcher> moe_dispatcher;
   std::optional<bool> flash_attention, tp_comm_overlap, ep_comm_overlap, grad_reduce_bf16,
       grad_accumulation_pass, fa2_attention, fp8_tp_all_gather, eager, overlap_grad_reduce,
-      overlap_param_gather, overlap_p2p, fp8_param_gather, fp4_param_gather, cuda_graphs;
+      overlap_param_gather, overlap_p2p, fp8_param_gather, fp4_param_gather, cuda_graphs,
+      fp8_attention;
   std::optional<int> layers_per_virtual_stage;  ///< Megatron's way to give vpp (needs the model)
   /// Model-shape arguments a source states (Megatron-LM: --num-layers 80, ...): flag -> value.
   /// They must agree with the model being planned.
