@@ -137,8 +137,9 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
             : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
   const double attn_rate = j.fa2_attention
                                ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size
-                           : fp8 && j.fp8_attention ? rate * gpu.peak_flops_fp8 / gpu.peak_flops
-                                                    : rate;
+                           : j.fp8_attention && (fp8 || fp4) && gpu.peak_flops_fp8 > 0
+                               ? rate * gpu.peak_flops_fp8 / gpu.peak_flops
+                               : rate;
   // Sliding-window layers attend to fewer keys (attention_span_factor).
   const double attn = k.layer_attention_flops_per_seq * s * attention_span_factor(k, s) / t;
   const double linear = k.layer_matmul_flops / t;

@@ -84,9 +84,11 @@ const char* format_peak_name(Dtype d) {
 }
 
 void validate(const JobSpec& j, const GpuSpec& gpu) {
-  if (j.fp8_attention && !fp8_multiplies(j.dtype))
+  if (j.fp8_attention && !(low_precision_linear(j.dtype) && gpu.peak_flops_fp8 > 0))
     throw_input("fp8_attention", "",
-                fmt::format("expected fp8 or mxfp8 training, got {}", to_string(j.dtype)));
+                fmt::format("expected fp8, mxfp8 or nvfp4 training on FP8 tensor cores, got {} "
+                            "on {}",
+                            to_string(j.dtype), gpu.name));
   if (j.fp8_attention && (j.fa2_attention || !j.flash_attention))
     throw_input("fp8_attention", "",
                 fmt::format("expected fused attention (Transformer Engine's cuDNN kernels), got {}",

@@ -455,9 +455,16 @@ TEST_CASE("FP8 attention: fused attention's matmuls at the FP8 rate, nothing els
   // Only with FP8 multiplies, and only in fused attention.
   j.dtype = Dtype::bf16;
   CHECK_THROWS_WITH(validate(j, c.gpu()),
-                    Catch::Contains("expected fp8 or mxfp8 training, got bf16"));
+                    Catch::Contains("expected fp8, mxfp8 or nvfp4 training on FP8 tensor cores"));
   j.dtype = Dtype::fp8;
   CHECK_NOTHROW(validate(j, c.gpu()));
+  j.dtype = Dtype::nvfp4;  // NVFP4 linear layers, FP8 attention (MLPerf v5.1's 405B on GB200)
+  CHECK_NOTHROW(validate(j, c.gpu()));
+  j.fp8_attention = false;
+  const PlanCore fp4_off = prepare(c, m, j, p, cal);
+  j.fp8_attention = true;
+  CHECK(prepare(c, m, j, p, cal).t_attention_fwd == Approx(fp4_off.t_attention_fwd * ratio));
+  j.dtype = Dtype::fp8;
   j.fa2_attention = true;
   CHECK_THROWS_WITH(validate(j, c.gpu()), Catch::Contains("got FlashAttention-2"));
 }

@@ -47,11 +47,12 @@ struct JobSpec {
   /// PrepareFloat8ModuleInput, which torchtitan applies with Float8. Reduce-scatters and the
   /// backward's collectives stay bf16.
   bool fp8_tp_all_gather = false;
-  /// fp8 or mxfp8 training runs fused attention's two matmuls (QK^T and PV, forward and backward)
-  /// in FP8 at the FP8 rate: Transformer Engine's fp8_dpa, Megatron-core
-  /// --fp8-dot-product-attention, set by Megatron-Bridge's 26.06 MoE recipes. Costed at the same
-  /// fraction of the FP8 peak as bf16 attention reaches of the 16-bit peak: cuDNN's FP8 forward
-  /// runs 1.9-2.1x its BF16 one on H100 at head dim 256 (Shah et al., FlashAttention-3,
+  /// fp8, mxfp8 or nvfp4 training runs fused attention's two matmuls (QK^T and PV, forward and
+  /// backward) in FP8 at the FP8 rate: Transformer Engine's fp8_dpa (with NVFP4 linear layers,
+  /// NVTE_DPA_FP8_RECIPE picks its FP8 recipe), Megatron-core --fp8-dot-product-attention, set by
+  /// Megatron-Bridge's 26.06 MoE recipes and MLPerf v5.1's largest NVFP4 405B submissions. Costed
+  /// at the same fraction of the FP8 peak as bf16 attention reaches of the 16-bit peak: cuDNN's FP8
+  /// forward runs 1.9-2.1x its BF16 one on H100 at head dim 256 (Shah et al., FlashAttention-3,
   /// arXiv 2407.08608, Figs. 5 and 7: 1,122 vs 580 TFLOP/s without a causal mask, 1,056 vs 497
   /// with one, sequence 8k).
   bool fp8_attention = false;
@@ -142,8 +143,8 @@ void validate(const JobSpec& j);
 struct GpuSpec;
 /// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file),
 /// nvfp4 training FP4 ones (`fp4_TFLOPs`), mxfp8 training block-scaled FP8 ones (FP8 tensor
-/// cores on a Blackwell-generation GPU); FP8 attention needs fp8 or mxfp8 training and fused
-/// attention.
+/// cores on a Blackwell-generation GPU); FP8 attention needs fp8, mxfp8 or nvfp4 training on FP8
+/// tensor cores, and fused attention.
 void validate(const JobSpec& j, const GpuSpec& gpu);
 /// The dense peak of the format training in `d` runs its linear layers' multiplies in: the FP8
 /// peak for fp8 and mxfp8, the FP4 peak for nvfp4, else the 16-bit one (FLOP/s).

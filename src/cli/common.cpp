@@ -43,9 +43,10 @@ void add_low_precision_gathers(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--fp4-param-gather", o.fp4_param_gather,
                "with --dtype nvfp4 and ZeRO >= 1, the parameter all-gathers move the layers' "
                "weights in NVFP4 (Megatron-core --fp4-param-gather)");
-  cmd.add_flag("--fp8-attention", o.fp8_attention,
-               "with --dtype fp8 or mxfp8, fused attention's matmuls run in FP8 at the FP8 rate "
-               "(Megatron-core --fp8-dot-product-attention, Transformer Engine fp8_dpa)");
+  cmd.add_flag(
+      "--fp8-attention", o.fp8_attention,
+      "with --dtype fp8, mxfp8 or nvfp4, fused attention's matmuls run in FP8 at the FP8 rate "
+      "(Megatron-core --fp8-dot-product-attention, Transformer Engine fp8_dpa)");
 }
 
 /// How MoE layers run: their dispatcher and whether their static parts are graphed.
