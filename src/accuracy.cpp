@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -21,19 +19,6 @@ bool is_builtin(const Calibration& cal) {
 
 namespace {
 
-/// Mean and worst absolute error of `rows`, checked or not.
-ErrorSummary error_of(const std::vector<CalibrationResult>& rows) {
-  ErrorSummary s;
-  for (const auto& r : rows) {
-    const double e = std::abs(r.error());
-    ++s.runs;
-    s.mean += e;
-    s.worst = std::max(s.worst, e);
-  }
-  if (s.runs > 0) s.mean /= s.runs;
-  return s;
-}
-
 AccuracyBand measure(const Regime& want) {
   // The held-back, checked rows of the kind, and the same model's rows shown but not checked.
   const auto gap = [&](const CalibrationResult& r) {
@@ -43,11 +28,15 @@ AccuracyBand measure(const Regime& want) {
       run_calibration_where(Calibration{}, [&](const CalibrationResult& r) {
         return r.kind == want.kind && ((r.held_out && r.checked) || gap(r));
       });
-  std::vector<CalibrationResult> rows, gaps;
-  for (const auto& r : all) (gap(r) ? gaps : rows).push_back(r);
+  std::vector<CalibrationResult> rows;
   AccuracyBand out;
+  for (const auto& r : all) {
+    if (gap(r))
+      out.known_gap.add(r.error());  // checked or not
+    else
+      rows.push_back(r);
+  }
   out.measured = true;
-  out.known_gap = error_of(gaps);
   if (out.known_gap.runs > 0) out.model = want.model;
   // Narrowest first: kind, architecture, precision and model type; kind, architecture and model
   // type; kind and model type; kind. Dense runs say nothing of an MoE model's error (its

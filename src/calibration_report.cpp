@@ -13,18 +13,19 @@
 
 namespace topoplan {
 
+void ErrorSummary::add(double error) {
+  const double e = std::abs(error);
+  mean = (mean * runs + e) / (runs + 1);
+  worst = std::max(worst, e);
+  ++runs;
+}
+
 CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {
   CalibrationSummary s;
-  auto add = [](ErrorSummary& e, double err) {
-    e.mean = (e.mean * e.runs + err) / (e.runs + 1);
-    e.worst = std::max(e.worst, err);
-    ++e.runs;
-  };
   for (const auto& x : r) {
     if (!x.checked) continue;
-    const double err = std::abs(x.error());
-    add(s.all, err);
-    add(x.held_out ? s.held_out : s.fit, err);
+    s.all.add(x.error());
+    (x.held_out ? s.held_out : s.fit).add(x.error());
   }
   return s;
 }
@@ -49,14 +50,9 @@ std::vector<RegimeSummary> summarize_by_regime(const std::vector<CalibrationResu
     RegimeSummary g;
     std::tie(g.kind, g.arch, g.precision, g.moe) = key;
     for (const CalibrationResult* x : rows) {
-      const double e = std::abs(x->error());
-      g.held_out.mean += e;
-      g.held_out.worst = std::max(g.held_out.worst, e);
-      g.bias += x->speed_error();
+      g.held_out.add(x->error());
+      g.bias += x->speed_error() / static_cast<double>(rows.size());
     }
-    g.held_out.runs = static_cast<int>(rows.size());
-    g.held_out.mean /= g.held_out.runs;
-    g.bias /= g.held_out.runs;
     out.push_back(g);
   }
   return out;

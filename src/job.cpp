@@ -84,15 +84,6 @@ const char* format_peak_name(Dtype d) {
 }
 
 void validate(const JobSpec& j, const GpuSpec& gpu) {
-  if (j.fp8_attention && !(low_precision_linear(j.dtype) && gpu.peak_flops_fp8 > 0))
-    throw_input("fp8_attention", "",
-                fmt::format("expected fp8, mxfp8 or nvfp4 training on FP8 tensor cores, got {} "
-                            "on {}",
-                            to_string(j.dtype), gpu.name));
-  if (j.fp8_attention && (j.fa2_attention || !j.flash_attention))
-    throw_input("fp8_attention", "",
-                fmt::format("expected fused attention (Transformer Engine's cuDNN kernels), got {}",
-                            j.fa2_attention ? "FlashAttention-2" : "unfused attention"));
   if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
     throw_input(
         "dtype", "",
@@ -106,6 +97,15 @@ void validate(const JobSpec& j, const GpuSpec& gpu) {
                 fmt::format("mxfp8 training needs block-scaled FP8 tensor cores (a Blackwell GPU "
                             "with fp8_TFLOPs); {} is {}",
                             gpu.name, to_string(gpu.arch)));
+  if (j.fp8_attention && !(low_precision_linear(j.dtype) && gpu.peak_flops_fp8 > 0))
+    throw_input("fp8_attention", "",
+                fmt::format("expected fp8, mxfp8 or nvfp4 training on FP8 tensor cores, got {} "
+                            "on {}",
+                            to_string(j.dtype), gpu.name));
+  if (j.fp8_attention && (j.fa2_attention || !j.flash_attention))
+    throw_input("fp8_attention", "",
+                fmt::format("expected fused attention (Transformer Engine's cuDNN kernels), got {}",
+                            j.fa2_attention ? "FlashAttention-2" : "unfused attention"));
 }
 
 }  // namespace topoplan

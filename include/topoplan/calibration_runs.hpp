@@ -53,6 +53,8 @@ struct ErrorSummary {
   int runs = 0;
   double mean = 0;
   double worst = 0;
+  /// Counts one run's error (its absolute value) into the mean and the worst.
+  void add(double error);
 };
 /// All checked runs; those the constants were chosen on; those held back from that.
 struct CalibrationSummary {

@@ -50,7 +50,7 @@ struct JobSpec {
   /// fp8, mxfp8 or nvfp4 training runs fused attention's two matmuls (QK^T and PV, forward and
   /// backward) in FP8 at the FP8 rate: Transformer Engine's fp8_dpa (with NVFP4 linear layers,
   /// NVTE_DPA_FP8_RECIPE picks its FP8 recipe), Megatron-core --fp8-dot-product-attention, set by
-  /// Megatron-Bridge's 26.06 MoE recipes and MLPerf v5.1's largest NVFP4 405B submissions. Costed
+  /// Megatron-Bridge's 26.06 MoE recipes. Costed
   /// at the same fraction of the FP8 peak as bf16 attention reaches of the 16-bit peak: cuDNN's FP8
   /// forward runs 1.9-2.1x its BF16 one on H100 at head dim 256 (Shah et al., FlashAttention-3,
   /// arXiv 2407.08608, Figs. 5 and 7: 1,122 vs 580 TFLOP/s without a causal mask, 1,056 vs 497
