@@ -137,7 +137,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
             : LinearPassTimes{1 / rate, 1 / rate, 1 / rate};
   const double attn_rate = j.fa2_attention
                                ? gpu.peak_flops * cal.attention_efficiency_fa2[arch] * size
-                           : j.fp8_attention && (fp8 || fp4) && gpu.peak_flops_fp8 > 0
+                           : j.fp8_attention && fp8_attention_possible(j, gpu)
                                ? rate * gpu.peak_flops_fp8 / gpu.peak_flops
                                : rate;
   // Sliding-window layers attend to fewer keys (attention_span_factor).

@@ -83,6 +83,10 @@ const char* format_peak_name(Dtype d) {
   return fp8_multiplies(d) ? "FP8" : d == Dtype::nvfp4 ? "FP4" : "16-bit";
 }
 
+bool fp8_attention_possible(const JobSpec& j, const GpuSpec& gpu) {
+  return low_precision_linear(j.dtype) && gpu.peak_flops_fp8 > 0;
+}
+
 void validate(const JobSpec& j, const GpuSpec& gpu) {
   if (j.dtype == Dtype::fp8 && !(gpu.peak_flops_fp8 > 0))
     throw_input(
@@ -97,7 +101,7 @@ void validate(const JobSpec& j, const GpuSpec& gpu) {
                 fmt::format("mxfp8 training needs block-scaled FP8 tensor cores (a Blackwell GPU "
                             "with fp8_TFLOPs); {} is {}",
                             gpu.name, to_string(gpu.arch)));
-  if (j.fp8_attention && !(low_precision_linear(j.dtype) && gpu.peak_flops_fp8 > 0))
+  if (j.fp8_attention && !fp8_attention_possible(j, gpu))
     throw_input("fp8_attention", "",
                 fmt::format("expected fp8, mxfp8 or nvfp4 training on FP8 tensor cores, got {} "
                             "on {}",

@@ -141,6 +141,9 @@ inline constexpr std::int64_t kMaxDpBucketParams = std::int64_t{1} << 40;
 
 void validate(const JobSpec& j);
 struct GpuSpec;
+/// Whether FP8 attention (JobSpec::fp8_attention) can run: fp8, mxfp8 or nvfp4 training on a GPU
+/// with FP8 tensor cores.
+[[nodiscard]] bool fp8_attention_possible(const JobSpec& j, const GpuSpec& gpu);
 /// The job on this GPU: fp8 training needs FP8 tensor cores (`fp8_TFLOPs` in the GPU file),
 /// nvfp4 training FP4 ones (`fp4_TFLOPs`), mxfp8 training block-scaled FP8 ones (FP8 tensor
 /// cores on a Blackwell-generation GPU); FP8 attention needs fp8, mxfp8 or nvfp4 training on FP8
