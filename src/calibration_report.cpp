@@ -20,12 +20,17 @@ void ErrorSummary::add(double error) {
   ++runs;
 }
 
+void ErrorSummary::add(const CalibrationResult& r) {
+  bias = (bias * runs + r.speed_error()) / (runs + 1);
+  add(r.error());
+}
+
 CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {
   CalibrationSummary s;
   for (const auto& x : r) {
     if (!x.checked) continue;
-    s.all.add(x.error());
-    (x.held_out ? s.held_out : s.fit).add(x.error());
+    s.all.add(x);
+    (x.held_out ? s.held_out : s.fit).add(x);
   }
   return s;
 }
@@ -49,10 +54,7 @@ std::vector<RegimeSummary> summarize_by_regime(const std::vector<CalibrationResu
   for (const auto& [key, rows] : by) {
     RegimeSummary g;
     std::tie(g.kind, g.arch, g.precision, g.moe) = key;
-    for (const CalibrationResult* x : rows) {
-      g.held_out.add(x->error());
-      g.bias += x->speed_error() / static_cast<double>(rows.size());
-    }
+    for (const CalibrationResult* x : rows) g.held_out.add(*x);
     out.push_back(g);
   }
   return out;
@@ -68,7 +70,7 @@ std::string regime_table(const std::vector<RegimeSummary>& groups, bool md) {
     for (const auto& g : groups)
       out += fmt::format("| {} | {} | {:.2f}% | {:.2f}% | {:+.1f}% |\n",
                          regime_name(g.kind, g.arch, g.precision, g.moe), g.held_out.runs,
-                         100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.bias);
+                         100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.held_out.bias);
     return out;
   }
   out += fmt::format("\n{:<45} {:>5} {:>11} {:>8} {:>7}\n", "held back, by regime", "runs",
@@ -76,7 +78,7 @@ std::string regime_table(const std::vector<RegimeSummary>& groups, bool md) {
   for (const auto& g : groups)
     out += fmt::format("{:<45} {:>5} {:>10.2f}% {:>7.2f}% {:>+6.1f}%\n",
                        regime_name(g.kind, g.arch, g.precision, g.moe), g.held_out.runs,
-                       100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.bias);
+                       100 * g.held_out.mean, 100 * g.held_out.worst, 100 * g.held_out.bias);
   return out +
          "(bias: mean signed error, + = topoplan predicts these runs faster than published)\n";
 }
@@ -110,7 +112,7 @@ std::string calibration_report(const std::vector<CalibrationResult>& r, const st
                          {"runs", g.held_out.runs},
                          {"mean_abs_error", g.held_out.mean},
                          {"max_abs_error", g.held_out.worst},
-                         {"bias", g.bias}});
+                         {"bias", g.held_out.bias}});
     j["held_out_by_regime"] = regimes;
     auto rows = nlohmann::ordered_json::array();
     for (const auto& x : r)

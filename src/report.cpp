@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_output.hpp"
@@ -62,9 +63,10 @@ std::string detail::accuracy_line(const AccuracyBand& b) {
                 b.known_gap.runs == 1 ? "" : "s", b.model, 100.0 * b.known_gap.mean,
                 100.0 * b.known_gap.worst);
   return fmt::format(
-      "expected error: {:.1f}% mean, {:.1f}% worst on the {} published {} runs held back from "
-      "the fit{} (topoplan calibrate){}",
-      100.0 * b.held_out.mean, 100.0 * b.held_out.worst, b.held_out.runs, b.basis,
+      "expected error: {:.1f}% mean, {:.1f}% worst, {:.1f}% {} on average, on the {} published {} "
+      "runs held back from the fit{} (topoplan calibrate){}",
+      100.0 * b.held_out.mean, 100.0 * b.held_out.worst, 100.0 * std::abs(b.held_out.bias),
+      b.held_out.bias >= 0 ? "fast" : "slow", b.held_out.runs, b.basis,
       b.wanted == b.basis
           ? std::string()
           : fmt::format("; fewer than {} checked {} runs, so widened", kMinBandRuns, b.wanted),
@@ -79,6 +81,7 @@ ordered_json detail::accuracy_json(const AccuracyBand& b) {
   j["held_back_runs"] = b.held_out.runs;
   j["mean_abs_error"] = sig(b.held_out.mean, 4);
   j["worst_abs_error"] = sig(b.held_out.worst, 4);
+  j["bias"] = sig(b.held_out.bias, 4);
   if (b.known_gap.runs == 0) {
     j["known_gap"] = nullptr;
   } else {

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -27,6 +28,12 @@ TEST_CASE("evaluate's JSON is a topoplan.plan/v1 object whose breakdown adds up"
   CHECK(doc["communication"]["tp"]["tier"] == "nvlink");
   CHECK(doc["communication"]["pp"]["tier"] == "leaf");
   CHECK(doc["expected_error"]["known_gap"].is_null());  // llama3-70b: every run of it checked
+  // The band's bias: the JSON's signed figure, and the text line's direction word with it.
+  const double bias = doc["expected_error"]["bias"].get<double>();
+  CHECK(std::abs(bias) > 0);
+  CHECK(std::abs(bias) <= doc["expected_error"]["mean_abs_error"].get<double>());
+  const std::string text = evaluation_text(RunContext{c, m, j, Calibration{}}, p, e);
+  CHECK(text.find(bias < 0 ? "slow on average" : "fast on average") != std::string::npos);
 }
 
 TEST_CASE(

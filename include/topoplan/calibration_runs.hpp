@@ -48,13 +48,18 @@ struct CalibrationResult {
   [[nodiscard]] double speed_error() const;
 };
 
-/// Mean and worst absolute relative error over a set of checked runs.
+/// Mean and worst absolute relative error over a set of checked runs, and their bias.
 struct ErrorSummary {
   int runs = 0;
   double mean = 0;
   double worst = 0;
+  /// Mean CalibrationResult::speed_error() of the runs counted with add(const
+  /// CalibrationResult&): + when topoplan predicts them faster than published on average.
+  double bias = 0;
   /// Counts one run's error (its absolute value) into the mean and the worst.
   void add(double error);
+  /// The same, and the run's speed error into the bias.
+  void add(const CalibrationResult& r);
 };
 /// All checked runs; those the constants were chosen on; those held back from that.
 struct CalibrationSummary {
@@ -69,8 +74,7 @@ struct RegimeSummary {
   Arch arch = Arch::ampere;
   Precision precision = Precision::bits16;
   bool moe = false;
-  ErrorSummary held_out;
-  double bias = 0;  ///< mean speed_error(): + predicts these runs faster than published
+  ErrorSummary held_out;  ///< with its bias
 };
 /// One entry per regime with a held-back, checked run, ordered by kind, architecture, precision
 /// and model type (dense first), each in its enum's order.
