@@ -67,6 +67,17 @@ void add_link_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
   }
 }
 
+/// How much of a communication hidden behind compute still costs the step.
+void add_overlap_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
+  // clang-format off
+  const std::vector<CalibrationEntry> overlap = {
+      {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap); all of a collective beyond the matmul it overlaps with is exposed too"},
+      {"comm_sm_fraction", &c.comm_sm_fraction, 1, "fraction of the GPU's SMs", "counted: NCCL runs a collective as one CTA per channel on the SMs; NVIDIA's MLPerf Training configs pin 16 to 32 of them (NCCL_MIN_CTAS=16, NCCL_MAX_CTAS=32) and keep 8-16 SMs free in the norm kernels for them (NVTE_FWD_LAYERNORM_SM_MARGIN); DeepSeek-V3's report (section 3.2.2) gives its all-to-all 20 of H800's 132 SMs. 16 of H100's 132 (B200 has 148, A100 108). Charged for DP's collectives and EP's all-to-alls hidden behind compute (DeepEP and HybridEP also run on SMs); not for point-to-point sends (CP's ring, PP), which NCCL runs on a few CTAs per peer, nor TP overlap, whose exposure is its own estimate (tp_overlap_exposed_fraction)"},
+  };
+  // clang-format on
+  out.insert(out.end(), overlap.begin(), overlap.end());
+}
+
 /// The MoE layers' two fitted constants (cost_model.cpp: moe_routed_copy_bytes, moe_host_wait).
 void add_moe_entries(Calibration& c, std::vector<CalibrationEntry>& out) {
   // clang-format off
@@ -141,7 +152,6 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
       {"grad_reduce_bytes_bf16", &c.grad_reduce_bytes_bf16, 1, "bytes per parameter", "Megatron-LM reduces bf16 training's gradients in fp32 (main_grad buffers)"},
       {"grad_reduce_bytes_fp16", &c.grad_reduce_bytes_fp16, 1, "bytes per parameter", "Megatron-LM reduces fp16 training's gradients in fp16 by default"},
       {"dp_bucket_params", &c.dp_bucket_params, 1, "parameters", "Megatron-core DDP default bucket size up to 40 data-parallel ranks: max(40M, 1M x DP) parameters (distributed_data_parallel_config.py); --dp-bucket-params sets it"},
-      {"tp_overlap_exposed_fraction", &c.tp_overlap_exposed_fraction, 1, "fraction", "estimate: TP communication left exposed with userbuffer overlap (--tp-comm-overlap); all of a collective beyond the matmul it overlaps with is exposed too"},
       {"decode_layer_overhead_us", &c.decode_layer_overhead[0], 1e6, "us per layer per token", "fitted by calibrate --fit to NVIDIA NeMo's Llama-2-7B TensorRT-LLM run: 153.8 ms at TP 1 (128 in, 20 out, batch 1, H100)"},
       {"decode_collective_overhead_us", &c.decode_collective_overhead[0], 1e6, "us per collective", "fitted to the same run's 97.6 ms at TP 8"},
       {"decode_layer_overhead_us.fastertransformer", &c.decode_layer_overhead[1], 1e6, "us per layer per token", "--runtime fastertransformer: fitted by calibrate --fit to FasterTransformer's GPT-20B on A100 (docs/gpt_guide.md): 566 ms at TP 1 (128 in, 20 out, batch 1)"},
@@ -157,6 +167,7 @@ std::vector<CalibrationEntry> calibration_entries(Calibration& c) {
   };
   // clang-format on
   out.insert(out.end(), rest.begin(), rest.end());
+  add_overlap_entries(c, out);
   add_moe_entries(c, out);
   return out;
 }

@@ -36,6 +36,10 @@ std::string collective_name(Algorithm a, Protocol p) {
   return out;
 }
 
+double exposed_with_sm_share(const Fabric& f, double total, double exposed) {
+  return exposed + f.sm_share * std::max(0.0, total - exposed);
+}
+
 Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   Fabric f;
   f.tiers = c.tier_count();
@@ -44,6 +48,7 @@ Fabric make_fabric(const Cluster& c, const Calibration& cal) {
   f.net_overhead = {cal.net_overhead, cal.net_overhead, 3.0 * cal.net_overhead};
   f.nvls_latency = cal.nvls_latency;
   f.hierarchical = cal.use_hierarchical_all_reduce > 0;
+  f.sm_share = cal.comm_sm_fraction;
   f.protocol_base = {cal.collective_base_latency, cal.ll128_base_latency, cal.simple_base_latency};
   f.ring_fraction = {cal.ll_bandwidth_fraction, cal.ll128_bandwidth_fraction, 1.0};
   const double tree = cal.tree_bandwidth_fraction;

@@ -88,7 +88,8 @@ EpTime ep_time(const PlanCore& core, const GroupShape& ep, const Fabric& fab, bo
   const CollectiveCost one = all_to_all(fab, ep, core.ep_bytes, share);
   const double count = core.moe_layers_per_stage * core.ep_per_layer;
   const double total = count * one.time;
-  t.comm = {total, overlap ? std::max(0.0, total - hide) : total, one.algorithm};
+  t.comm = {total, exposed_with_sm_share(fab, total, overlap ? std::max(0.0, total - hide) : total),
+            one.algorithm};
   const auto tiers = all_to_all_per_tier(fab, ep, core.ep_bytes, share);
   for (int k = 0; k < Cluster::kMaxTiers; ++k) t.per_tier[k] = count * tiers[k];
   return t;
@@ -207,6 +208,7 @@ CommTime dp_time(const PlanCore& core, const PlanShapes& sh, const Fabric& fab, 
       t.total = mbs * (grad + 2 * gather);
       break;
   }
+  t.exposed = exposed_with_sm_share(fab, t.total, t.exposed);
   return t;
 }
 

@@ -48,9 +48,9 @@ TEST_CASE("central example, golden numbers for the good mapping") {
   Evaluation e = eval(c, m, j, plan(8, 4, 4));
   // 512 sequences / (dp 4 x micro-batch 1) = 128 microbatches.
   REQUIRE(e.microbatches == 128);
-  // Matmuls run at 989e12 x 0.614 x 1024 / (1024 + 64): the smallest per-GPU dimension is the
+  // Matmuls run at 989e12 x 0.617 x 1024 / (1024 + 64): the smallest per-GPU dimension is the
   // attention output's 8192 / 8 = 1024.
-  const double rate = 989e12 * 0.614 * 1024.0 / 1088.0;
+  const double rate = 989e12 * 0.617 * 1024.0 / 1088.0;
   // Per token per layer on one GPU: (2 x (Q,O 8192^2 + K,V 8192x1024 + 3 x 8192x28672)) / 8 =
   // 213,909,504 matmul FLOPs + 4 x 8192 x 4096 / 8 = 16,777,216 for scores and values, x3 for
   // forward and backward.
@@ -266,6 +266,34 @@ TEST_CASE("in-network reduction (SHARP) on the leaf speeds up DP all-reduces, no
   CHECK(in_network.comm[Dim::pp] == Approx(ring.comm[Dim::pp]));
   p.zero = 1;
   CHECK(eval(sharp, m, j, p).comm[Dim::dp] == Approx(eval(plain, m, j, p).comm[Dim::dp]));
+}
+
+TEST_CASE("a collective hidden behind compute still takes its SMs' share of that compute") {
+  Cluster c = test::preset_cluster("dgx-h100", 16);
+  Model m = test::preset_model("llama3-70b");
+  JobSpec j;  // DP overlapped with the backward pass
+  const Plan p = plan(8, 4, 4);
+  Calibration none;
+  none.comm_sm_fraction = 0;
+  const Evaluation free = evaluate(c, m, j, p, Mapping::from_order(p), none);
+  const Evaluation charged = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+  const double share = Calibration{}.comm_sm_fraction;
+  REQUIRE(share > 0.1);
+  REQUIRE(share < 0.16);  // 16-20 CTAs of a Hopper's 132 SMs
+  // DP: the same traffic; the step pays the exposed part and share x the hidden part.
+  const double total = free.comm[Dim::dp];
+  REQUIRE(charged.comm[Dim::dp] == Approx(total));
+  REQUIRE(total - free.time.dp > 0.01);  // mostly hidden
+  CHECK(charged.time.dp == Approx(free.time.dp + share * (total - free.time.dp)));
+  CHECK(charged.step_time - free.step_time == Approx(charged.time.dp - free.time.dp));
+  // Nothing else moves: TP (its overlap has its own estimate) and the compute.
+  CHECK(charged.time.tp == Approx(free.time.tp));
+  CHECK(charged.time.compute == Approx(free.time.compute));
+  // Not overlapped: all of it shows either way, so there is nothing more to charge.
+  j.overlap_grad_reduce = false;
+  j.overlap_param_gather = false;
+  const Evaluation serial = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+  CHECK(serial.time.dp == Approx(serial.comm[Dim::dp]));
 }
 
 TEST_CASE("op-level selective checkpointing (torchtitan selective-op) sits between none and full") {

@@ -24,13 +24,13 @@ struct LinkCalibration {
 struct Calibration {
   /// Fraction of dense peak a large bf16/fp16 matrix multiply reaches, per architecture
   /// (ampere, hopper, blackwell, blackwell-ultra).
-  std::array<double, kArchs> gemm_efficiency{0.711, 0.614, 0.614, 0.614};
+  std::array<double, kArchs> gemm_efficiency{0.711, 0.617, 0.617, 0.617};
   /// Fraction of dense FP8 peak the linear layers' multiplies reach in fp8 training, per
   /// architecture (ampere has no FP8; the entry is unused), casts and scaling included.
-  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.678, 0.469, 0.657};
+  std::array<double, kArchs> gemm_efficiency_fp8{0.0, 0.685, 0.469, 0.657};
   /// Fraction of dense FP4 peak the linear layers' multiplies reach in nvfp4 training, per
   /// architecture (ampere and hopper have no FP4 tensor cores; the entries are unused).
-  std::array<double, kArchs> gemm_efficiency_fp4{0.0, 0.0, 0.455, 0.444};
+  std::array<double, kArchs> gemm_efficiency_fp4{0.0, 0.0, 0.456, 0.445};
   /// Fraction of dense bf16 peak FlashAttention-2-class attention kernels reach (JobSpec::
   /// fa2_attention), per architecture; cuDNN / Transformer Engine attention runs at the GEMM
   /// efficiency.
@@ -116,6 +116,9 @@ struct Calibration {
   double network_base_latency = 20e-6;
   /// Extra latency per switch level above the first network tier, seconds.
   double switch_hop_latency = 1e-6;
+  /// Fraction of a GPU's SMs a NCCL collective runs on: the compute it is hidden behind runs on
+  /// the others, so it takes this fraction of the hidden time longer (Fabric::sm_share).
+  double comm_sm_fraction = 0.12;
   /// A ring that leaves the server pays at least this per NVLink step (NCCL's network proxy
   /// overhead, getNetOverhead: 1 us on Intel hosts; three times that under Simple), seconds.
   double net_overhead = 1e-6;
@@ -161,7 +164,7 @@ struct Calibration {
   /// MoE layer, forward and backward, beyond the GEMMs, the activation and the all-to-all (the
   /// dispatcher's permute, pad, per-expert quantization, probability weighting and unpermute, and
   /// the host stalls between their small kernels). Fitted.
-  double moe_routed_copy_bytes = 75.7;
+  double moe_routed_copy_bytes = 75.6;
   /// Memory every GPU loses to the CUDA context, NCCL buffers, workspace and fragmentation.
   double reserved_bytes = 3.0 * 1024 * 1024 * 1024;
 };

@@ -63,7 +63,14 @@ struct Fabric {
   /// Under each protocol, the least a ring's NVLink step costs once the ring leaves the server.
   std::array<double, kProtocols> net_overhead{};
   bool hierarchical = false;  ///< all_reduce may pick the 2-level scheme
+  /// Share of the SMs a collective hidden behind compute takes from it (Calibration::
+  /// comm_sm_fraction): that compute runs this fraction of the hidden time longer.
+  double sm_share = 0;
 };
+
+/// The step time a collective of `total` seconds adds when all but `exposed` of it runs behind
+/// compute: the exposed part, and the hidden part's share of the SMs (Fabric::sm_share).
+[[nodiscard]] double exposed_with_sm_share(const Fabric& f, double total, double exposed);
 
 [[nodiscard]] Fabric make_fabric(const Cluster& c, const Calibration& cal);
 
