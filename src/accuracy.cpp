@@ -32,7 +32,7 @@ AccuracyBand measure(const Regime& want) {
   AccuracyBand out;
   for (const auto& r : all) {
     if (gap(r))
-      out.known_gap.add(r.error());  // checked or not
+      out.known_gap.add(r);  // checked or not
     else
       rows.push_back(r);
   }

@@ -13,16 +13,12 @@
 
 namespace topoplan {
 
-void ErrorSummary::add(double error) {
-  const double e = std::abs(error);
+void ErrorSummary::add(const CalibrationResult& r) {
+  const double e = std::abs(r.error());
   mean = (mean * runs + e) / (runs + 1);
   worst = std::max(worst, e);
-  ++runs;
-}
-
-void ErrorSummary::add(const CalibrationResult& r) {
   bias = (bias * runs + r.speed_error()) / (runs + 1);
-  add(r.error());
+  ++runs;
 }
 
 CalibrationSummary summarize(const std::vector<CalibrationResult>& r) {

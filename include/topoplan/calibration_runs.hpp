@@ -53,12 +53,11 @@ struct ErrorSummary {
   int runs = 0;
   double mean = 0;
   double worst = 0;
-  /// Mean CalibrationResult::speed_error() of the runs counted with add(const
-  /// CalibrationResult&): + when topoplan predicts them faster than published on average.
+  /// Mean CalibrationResult::speed_error(): + when topoplan predicts the runs faster than
+  /// published on average.
   double bias = 0;
-  /// Counts one run's error (its absolute value) into the mean and the worst.
-  void add(double error);
-  /// The same, and the run's speed error into the bias.
+  /// Counts one run: its error's absolute value into the mean and the worst, its speed error
+  /// into the bias.
   void add(const CalibrationResult& r);
 };
 /// All checked runs; those the constants were chosen on; those held back from that.
