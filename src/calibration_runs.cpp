@@ -129,6 +129,9 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
     j.moe_dispatcher = parse_moe_dispatcher(jc.string("moe_dispatcher"),
                                             jc.source() + ": " + jc.path_of("moe_dispatcher"));
   if (jc.has("dp_bucket_params")) j.dp_bucket_params = jc.positive_int("dp_bucket_params");
+  if (jc.has("recompute_modules"))
+    j.recompute_modules = parse_recompute_modules(
+        jc.string("recompute_modules"), jc.source() + ": " + jc.path_of("recompute_modules"));
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);
   // Runs on part of the cluster (8 of an NVL72 rack's 72 GPUs): "gpus", as --gpus.
@@ -173,6 +176,8 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   };
   opt.micro_batch = fixed_or_search("micro_batch");
   opt.vpp = fixed_or_search("vpp");
+  opt.first_stage_layers = pc.int_at_least_or("first_stage_layers", 1, 0);
+  opt.last_stage_layers = pc.int_at_least_or("last_stage_layers", 1, 0);
   opt.top_k = 1;
   SearchResult res = search(c, m, j, cal, opt);
   const Candidate* best =
@@ -391,8 +396,9 @@ void warn_unknown_run_keys(const RunCorpus& corpus) {
     std::vector<std::string_view> job = detail::job_json_keys();
     job.insert(job.end(), {"stack", "gpus", "flexible_pipeline_layout", "activation_offload"});
     inner("job", job);
-    inner("plan", {"tp", "pp", "dp", "cp", "ep", "expert_tp", "order", "zero", "recompute",
-                   "sequence_parallel", "micro_batch", "vpp"});
+    inner("plan",
+          {"tp", "pp", "dp", "cp", "ep", "expert_tp", "order", "zero", "recompute",
+           "sequence_parallel", "micro_batch", "vpp", "first_stage_layers", "last_stage_layers"});
     inner("inference",
           {"prompt_len", "output_len", "batch", "weight_dtype", "kv_dtype", "runtime"});
     inner("measured", {"metric", "value"});

@@ -57,8 +57,11 @@ std::array<double, 4> tp_hide_times(const Model& m, double linear_fwd_s) {
 }
 
 double hardware_flops_per_token(const Model& m, double seq_len, Recompute r) {
+  const auto& k = m.counts;
+  const double mtp_attention =
+      k.mtp_layers * k.layer_attention_flops_per_seq * seq_len * attention_span_factor(k, seq_len);
   return static_cast<double>(m.spec.layers) * layer_hw_flops(m, seq_len, r) +
-         3.0 * m.counts.logits_flops;
+         3.0 * (k.logits_flops + k.mtp_matmul_flops + mtp_attention);
 }
 
 namespace {
@@ -84,14 +87,14 @@ double total_comm(const Evaluation& e, Dim d) { return e.comm[d]; }
 
 namespace {
 
-/// Seconds per token on one GPU for one layer (and for the logits), by kind of work.
+/// Seconds per token on one GPU for one layer (and for the last stage's head), by kind of work.
 struct LayerWork {
   double matmul_s = 0;
   double attention_fwd_s = 0;  ///< the attention core's forward (what ring attention hides behind)
   double linear_fwd_s = 0;     ///< the linear layers' forward, once (what TP overlap hides behind)
   double elementwise_s = 0;
-  double logits_matmul_s = 0;
-  double logits_elementwise_s = 0;
+  double head_matmul_s = 0;  ///< the last stage's logits and multi-token-prediction modules
+  double head_elementwise_s = 0;
 };
 
 /// HBM bytes per token per layer (averaged over the layers) of handling the MoE layers' routed
@@ -105,6 +108,36 @@ double moe_routed_copy_bytes(const Model& m, const Plan& p, const Calibration& c
   const double passes = p.recompute == Recompute::full ? 4.0 / 3.0 : 1.0;
   return moe_layers_in(m, 1.0) * copies * static_cast<double>(m.spec.hidden) *
          cal.moe_routed_copy_bytes * passes;
+}
+
+/// Forward FLOPs per token of MLA's up-projections (queries from their latent, keys and values
+/// from theirs): what recomputing them (kRecomputeMlaUpProj) runs again. 0 without MLA.
+double mla_up_projection_flops(const Model& m) {
+  const auto& s = m.spec;
+  if (!s.mla()) return 0.0;
+  const double heads = static_cast<double>(s.heads);
+  const double q = s.q_lora_rank > 0
+                       ? static_cast<double>(s.q_lora_rank) * heads *
+                             static_cast<double>(s.qk_nope_head_dim + s.qk_rope_head_dim)
+                       : 0.0;
+  return 2.0 * (q + static_cast<double>(s.kv_lora_rank) * heads *
+                        static_cast<double>(s.qk_nope_head_dim + s.v_head_dim));
+}
+
+/// Element-wise traffic per token per layer, in activation elements, of the recomputed modules
+/// (JobSpec::recompute_modules): the two norms (read and write the width each, a 1/tp share under
+/// sequence parallelism), the MoE experts' SwiGLU (read both halves, write the output; the MoE
+/// layers' share of the layers).
+double recomputed_module_elements(const Model& m, const Plan& p, unsigned modules) {
+  const double t = p[Dim::tp], h = static_cast<double>(m.spec.hidden);
+  double out = 0;
+  if (modules & kRecomputeLayernorm) out += 4.0 * h / (p.sequence_parallel ? t : 1.0);
+  if ((modules & kRecomputeMoeAct) && m.spec.moe()) {
+    const double width = static_cast<double>(m.spec.top_k * m.spec.expert_ffn +
+                                             m.spec.shared_experts * m.spec.shared_ffn());
+    out += moe_layers_in(m, 1.0) * (m.spec.gated_mlp ? 3.0 : 2.0) * width / t;
+  }
+  return out;
 }
 
 /// Matrix multiplies run at the calibrated efficiency of the GPU's architecture, lower for small
@@ -162,19 +195,27 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   if (p.recompute == Recompute::full) elements += e_h + e_f + e_s;
   if (p.recompute == Recompute::selective) elements += e_s;
   if (p.recompute == Recompute::selective_op) elements += e_h + e_f;
+  const unsigned modules = p.recompute == Recompute::full ? 0u : j.recompute_modules;
+  elements += recomputed_module_elements(m, p, modules);
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
 
   LayerWork w;
   w.matmul_s = linear * ((linear_passes - 2) * lp.forward + lp.data_grad + lp.weight_grad) +
                attn_passes * attn / attn_rate;
+  if (modules & kRecomputeMlaUpProj) w.matmul_s += mla_up_projection_flops(m) / t * lp.forward;
   w.attention_fwd_s = attn / attn_rate;
   w.linear_fwd_s = linear * lp.forward;
   w.elementwise_s = elements * activation_bytes(j) / hbm;
   if (fp8 || fp4) w.elementwise_s += quantization_bytes(m, t, cal, j.dtype) / hbm;
   w.elementwise_s += moe_routed_copy_bytes(m, p, cal) / hbm;
-  w.logits_matmul_s = 3.0 * k.logits_flops / t / rate;
-  w.logits_elementwise_s =
+  // The last stage's head: the logits and, per multi-token-prediction module, one more layer
+  // (costed as an average one), its 2h x h projection and the logits again.
+  const double n = k.mtp_layers;
+  const double logits_matmul = 3.0 * k.logits_flops / t / rate;
+  const double logits_elementwise =
       kLogitsSoftmaxBytesPerEntry * static_cast<double>(m.spec.vocab) / t / hbm;
+  w.head_matmul_s = (1 + n) * logits_matmul + n * (w.matmul_s + 3.0 * 4.0 * h * h / t / rate);
+  w.head_elementwise_s = (1 + n) * logits_elementwise + n * w.elementwise_s;
   return w;
 }
 
@@ -212,30 +253,31 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   StageCompute out;
   out.attention_fwd = tokens * w.attention_fwd_s;
   out.linear_fwd = tokens * w.linear_fwd_s;
-  out.logits_matmul = tokens * w.logits_matmul_s;
-  out.logits_elementwise = tokens * w.logits_elementwise_s;
+  out.head_matmul = tokens * w.head_matmul_s;
+  out.head_elementwise = tokens * w.head_elementwise_s;
   const double again = recomputed_layers(p, layers);
   if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
     Plan kept = p;
     kept.recompute = Recompute::none;
     const LayerWork k = layer_work(m, j, kept, cal, gpu);
-    out.matmul = tokens * (again * w.matmul_s + (layers - again) * k.matmul_s + w.logits_matmul_s);
+    out.matmul = tokens * (again * w.matmul_s + (layers - again) * k.matmul_s + w.head_matmul_s);
     out.elementwise = tokens * (again * w.elementwise_s + (layers - again) * k.elementwise_s +
-                                w.logits_elementwise_s) +
+                                w.head_elementwise_s) +
                       accumulate;
     return out;
   }
-  out.matmul = tokens * (layers * w.matmul_s + w.logits_matmul_s);
-  out.elementwise = tokens * (layers * w.elementwise_s + w.logits_elementwise_s) + accumulate;
+  out.matmul = tokens * (layers * w.matmul_s + w.head_matmul_s);
+  out.elementwise = tokens * (layers * w.elementwise_s + w.head_elementwise_s) + accumulate;
   return out;
 }
 
 namespace {
 
 /// Compute for one microbatch on the stage that computes longest: the last, which also runs the
-/// logits, or, when an uneven split gives the last stage fewer layers, the stage with the most.
-/// `layers` is that stage's count; `other` and `other_layers` the rival stage when the split is
-/// uneven and the last one wins on compute (its fewer layers communicate less).
+/// head (the logits and any multi-token-prediction modules), or, when an uneven split gives the
+/// last stage fewer layers, the stage with the most. `layers` is that stage's count of layers
+/// that communicate (the last stage's MTP modules' layers included); `other` and `other_layers`
+/// the rival stage when the split is uneven and the last one wins on compute.
 struct SlowestStage {
   StageCompute work;
   double layers = 0;
@@ -246,10 +288,10 @@ SlowestStage slowest_stage_compute(const Model& m, const JobSpec& j, const Plan&
                                    const Calibration& cal, const GpuSpec& gpu) {
   const StageLayers split = split_of(p, m.spec.layers);
   const auto last = static_cast<double>(split.last);
-  SlowestStage out{stage_compute(m, j, p, cal, gpu, last), last, {}, 0};
+  SlowestStage out{stage_compute(m, j, p, cal, gpu, last), last + m.counts.mtp_layers, {}, 0};
   const auto others = static_cast<double>(std::max(split.first, split.middle));
   if (p[Dim::pp] > 1 && others > last) {
-    const StageCompute body = stage_compute(m, j, p, cal, gpu, others).without_logits();
+    const StageCompute body = stage_compute(m, j, p, cal, gpu, others).without_head();
     if (body.matmul + body.elementwise > out.work.matmul + out.work.elementwise)
       return {body, others, {}, 0};
     out.other = body;
@@ -276,9 +318,8 @@ double offload_exposed(const Model& m, const JobSpec& j, const Plan& p, const Ca
   if (p.offload_layers <= 0 || gpu.host_link_bandwidth <= 0) return 0;
   const double copy = layer_activation_bytes(m, j, p, Recompute::none) /
                       (gpu.host_link_bandwidth * cal.host_link_efficiency);
-  const double layer =
-      (work.matmul - work.logits_matmul + work.elementwise - work.logits_elementwise) /
-      static_cast<double>(m.spec.layers);
+  const double layer = (work.matmul - work.head_matmul + work.elementwise - work.head_elementwise) /
+                       static_cast<double>(m.spec.layers);
   const double fwd = layer / 3.0;
   return p.offload_layers * (std::max(0.0, copy - fwd) + std::max(0.0, copy - 2.0 * fwd));
 }

@@ -48,6 +48,7 @@ std::string fingerprint(const Model& m) {
   if (s.mla())
     t += fmt::format(";mla {} {} {} {} {}", s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim,
                      s.qk_rope_head_dim, s.v_head_dim);
+  if (s.mtp_layers > 0) t += fmt::format(";mtp {}", s.mtp_layers);
   return fnv1a(t);
 }
 
@@ -62,7 +63,8 @@ std::string fingerprint(const JobSpec& j) {
          (j.eager ? "-eager" : "") + (j.fp8_tp_all_gather ? "-fp8-ag" : "") +
          (j.fp8_attention ? "-fp8-attention" : "") + (j.fp8_param_gather ? "-fp8-params" : "") +
          (j.fp4_param_gather ? "-fp4-params" : "") + (j.cuda_graphs ? "-cuda-graphs" : "") +
-         (j.moe_dispatcher == MoeDispatcher::flex ? "-flex-dispatch" : "");
+         (j.moe_dispatcher == MoeDispatcher::flex ? "-flex-dispatch" : "") +
+         (j.recompute_modules ? "-recompute-" + recompute_modules_string(j.recompute_modules) : "");
 }
 
 }  // namespace topoplan

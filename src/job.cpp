@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
 #include "detail/names.hpp"
 #include "topoplan/error.hpp"
 #include "topoplan/topology.hpp"
@@ -49,6 +53,43 @@ MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what
   if (auto d = detail::from_name<MoeDispatcher>(kDispatcherNames, s)) return *d;
   throw_input(what, "",
               fmt::format("expected {}, got '{}'", detail::names_list(kDispatcherNames), s));
+}
+
+namespace {
+
+constexpr std::pair<unsigned, const char*> kRecomputeModuleNames[] = {
+    {kRecomputeLayernorm, "layernorm"},
+    {kRecomputeMlaUpProj, "mla_up_proj"},
+    {kRecomputeMoeAct, "moe_act"}};
+
+}  // namespace
+
+unsigned parse_recompute_modules(const std::string& s, const std::string& what) {
+  unsigned out = 0;
+  if (s.empty() || s == "none") return out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', start), s.size());
+    const std::string name = s.substr(start, comma - start);
+    unsigned bit = 0;
+    for (const auto& [b, n] : kRecomputeModuleNames)
+      if (name == n) bit = b;
+    if (bit == 0)
+      throw_input(what, "",
+                  fmt::format("expected layernorm, mla_up_proj or moe_act, comma-separated, got "
+                              "'{}'",
+                              s));
+    out |= bit;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string recompute_modules_string(unsigned modules) {
+  std::string out;
+  for (const auto& [b, n] : kRecomputeModuleNames)
+    if (modules & b) out += (out.empty() ? "" : ",") + std::string(n);
+  return out.empty() ? "none" : out;
 }
 
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }

@@ -24,7 +24,8 @@ double params_upper_bound(const ModelSpec& m) {
       d(m.heads) * d(m.v_head_dim) * h + h * d(m.qk_rope_head_dim);
   const double mlp = 3 * h * d(m.ffn) + 3 * h * d(m.expert_ffn) * d(m.experts) +
                      3 * h * d(m.shared_ffn()) * d(m.shared_experts) + h * d(m.experts);
-  return d(m.layers) * (attn + mlp + 8 * h + 4 * d(m.ffn)) + h * (2 * d(m.vocab) + d(m.positions));
+  return d(m.layers + m.mtp_layers) * (attn + mlp + 8 * h + 4 * d(m.ffn)) +
+         h * (2 * d(m.vocab) + d(m.positions));
 }
 
 }  // namespace
@@ -64,6 +65,7 @@ void validate(const ModelSpec& m, const std::string& source,
   allow(m.v_head_dim, "v_head_dim", kMaxModelWidth);
   allow(m.sliding_window, "sliding_window", kMaxModelFfn);
   allow(m.sliding_layers, "layer_types", m.layers);
+  allow(m.mtp_layers, "num_nextn_predict_layers", kMaxMtpLayers);
   if (m.heads % m.kv_heads != 0)
     throw_input(
         source, path("num_key_value_heads"),
@@ -137,6 +139,23 @@ ModelCounts count(const ModelSpec& m) {
   c.active_params = c.total_params - c.moe_layers * (m.experts - m.top_k) * expert;
   c.sliding_fraction = static_cast<double>(m.sliding_layers) / static_cast<double>(m.layers);
   c.sliding_window = static_cast<double>(m.sliding_window);
+  // Multi-token prediction: each module's layer is of the last layer's kind (MoE when the model
+  // has MoE layers: they follow the dense ones), plus its projection and two input norms; the
+  // embedding and the output head are the model's own (Megatron-Bridge's flop_utils.py counts
+  // the logits once more per module).
+  if (m.mtp_layers > 0) {
+    const bool moe_last = c.moe_layers > 0;
+    const std::int64_t module =
+        attn + bias + norms + (moe_last ? moe_mlp : dense_mlp) + 2 * h * h + 2 * h;
+    const std::int64_t experts = moe_last ? m.experts * expert : 0;
+    c.mtp_layers = static_cast<double>(m.mtp_layers);
+    c.mtp_params = m.mtp_layers * (module - experts);
+    c.mtp_expert_params = m.mtp_layers * experts;
+    c.mtp_matmul_flops =
+        c.mtp_layers * 2.0 *
+        (static_cast<double>(attn) + (moe_last ? active_moe : static_cast<double>(dense_mlp)) +
+         2.0 * static_cast<double>(h * h) + static_cast<double>(m.vocab * h));
+  }
   return c;
 }
 
@@ -156,7 +175,8 @@ double attention_span_factor_at(const ModelCounts& c, double context) {
 
 double model_flops_per_token(const ModelCounts& c, std::int64_t layers, double s) {
   const double attention = c.layer_attention_flops_per_seq * s * attention_span_factor(c, s);
-  double fwd = static_cast<double>(layers) * (c.layer_matmul_flops + attention) + c.logits_flops;
+  double fwd = static_cast<double>(layers) * (c.layer_matmul_flops + attention) + c.logits_flops +
+               c.mtp_matmul_flops + c.mtp_layers * attention;
   return 3.0 * fwd;  // backward = 2 x forward
 }
 
@@ -197,6 +217,7 @@ std::string model_config_json(const ModelSpec& m) {
   if (m.mla())
     j.update(Json{{"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank}, {"qk_nope_head_dim", m.qk_nope_head_dim},
                   {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim}});
+  if (m.mtp_layers > 0) j["num_nextn_predict_layers"] = m.mtp_layers;
   // clang-format on
   if (m.sliding_layers > 0) {  // the sliding layers spread evenly; only their count matters
     Json types = Json::array();
@@ -337,6 +358,7 @@ void read_llama_keys(const detail::JsonCursor& c, const std::string& source,
   m.biases = false;  // attention_bias (Qwen) adds ~0.01% of parameters: not counted
   m.layernorm_bias = false;
   m.dropout = c.number_in_or("hidden_dropout", 0, 1, 0) > 0;
+  m.mtp_layers = c.int_at_least_or("num_nextn_predict_layers", 0, 0);
 }
 
 }  // namespace

@@ -304,6 +304,8 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
                     Partial& out) {
   Plan base = base_in;
   base.flexible_layout = j.flexible_pipeline_layout;
+  base.first_stage_layers = opt.first_stage_layers;
+  base.last_stage_layers = opt.last_stage_layers;
   const std::vector<Order> orders = orders_to_cost(opt, base, out);
   if (orders.empty()) return;
   LazyShapes shapes(c, base_in, orders);

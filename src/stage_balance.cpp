@@ -16,7 +16,7 @@ std::vector<const GpuSpec*> stage_gpus(const Cluster& c, const Plan& p, const Ma
 
 namespace {
 
-/// Seconds of compute per microbatch of stage i holding n layers on gpu (the logits on the last).
+/// Seconds of compute per microbatch of stage i holding n layers on gpu (the head on the last).
 struct StageCost {
   double per_layer = 0, fixed = 0;
 };
@@ -25,8 +25,8 @@ StageCost stage_cost(const Model& m, const JobSpec& j, const Plan& p, const Cali
                      const GpuSpec& gpu, bool last) {
   const StageCompute none = stage_compute(m, j, p, cal, gpu, 0);
   const StageCompute one = stage_compute(m, j, p, cal, gpu, 1);
-  const double logits = none.matmul + none.elementwise;
-  return {one.matmul + one.elementwise - logits, last ? logits : 0.0};
+  const double head = none.matmul + none.elementwise;
+  return {one.matmul + one.elementwise - head, last ? head : 0.0};
 }
 
 }  // namespace
@@ -66,11 +66,12 @@ void apply_stage_speeds(PlanCore& core, const Model& m, const JobSpec& j, const 
     const GpuSpec& gpu = *gpus[static_cast<std::size_t>(i)];
     const auto layers = static_cast<double>(layers_on_stage(p, split, i));
     StageCompute sc = stage_compute(m, j, p, cal, gpu, layers);
-    if (i < pp - 1) sc = sc.without_logits();  // the logits run on the last stage only
+    if (i < pp - 1) sc = sc.without_head();  // the head runs on the last stage only
     if (sc.matmul + sc.elementwise > worst) {
       worst = sc.matmul + sc.elementwise;
-      core.layers_per_stage = layers;
-      core.moe_layers_per_stage = moe_layers_in(m, layers);
+      // The last stage's multi-token-prediction layers communicate as its own do.
+      core.layers_per_stage = layers + (i == pp - 1 ? m.counts.mtp_layers : 0.0);
+      core.moe_layers_per_stage = moe_layers_in(m, core.layers_per_stage);
       core.other_layers = 0;  // every stage compared here, on its own GPU
       core.t_matmul = sc.matmul;
       core.t_elementwise = sc.elementwise;

@@ -37,23 +37,44 @@ LayerShare layer_share(const Model& m, const Plan& p) {
           static_cast<double>(k.layer_expert_params) / (expert_tp_of(p) * p[Dim::ep])};
 }
 
+namespace {
+
+/// Per GPU, the last stage's multi-token-prediction modules: all their parameters and, of them,
+/// the routed experts (spread over ep x expert TP as the layers' are).
+struct MtpShare {
+  double params = 0, experts = 0;
+};
+MtpShare mtp_share(const Model& m, const Plan& p) {
+  const auto& k = m.counts;
+  const double experts = static_cast<double>(k.mtp_expert_params) / (expert_tp_of(p) * p[Dim::ep]);
+  return {static_cast<double>(k.mtp_params) / p[Dim::tp] + experts, experts};
+}
+
+}  // namespace
+
 StageParams stage_params(const Model& m, const Plan& p, double* experts_per_gpu) {
   const double t = p[Dim::tp];
   const int pp = p[Dim::pp];
   const StageLayers split = split_of(p, m.spec.layers);
   const auto& k = m.counts;
   const auto [dense_layer, expert_layer] = layer_share(m, p);
-  // The most loaded stage's experts (the ZeRO shards and expert gradients are sized by it).
-  if (experts_per_gpu) *experts_per_gpu = static_cast<double>(split.max()) * expert_layer;
+  const MtpShare mtp = mtp_share(m, p);
   const double first = static_cast<double>(split.first) * (dense_layer + expert_layer);
-  const double last = static_cast<double>(split.last) * (dense_layer + expert_layer);
+  const double last = static_cast<double>(split.last) * (dense_layer + expert_layer) + mtp.params;
   const double emb = static_cast<double>(k.embedding_params) / t;
   // Tied embeddings keep a copy of the word embedding on the last stage.
   const double head =
       static_cast<double>(k.head_params) / t +
       (m.spec.tied_embeddings && pp > 1 ? static_cast<double>(m.spec.vocab * m.spec.hidden) / t
                                         : 0.0);
-  if (pp == 1) return {first + emb + head, first + emb + head, 0};
+  // The most loaded stage's experts (the ZeRO shards and expert gradients are sized by it).
+  const double last_experts = static_cast<double>(split.last) * expert_layer + mtp.experts;
+  if (experts_per_gpu)
+    *experts_per_gpu = std::max(static_cast<double>(split.max()) * expert_layer, last_experts);
+  if (pp == 1) {
+    const double all = first + emb + head + mtp.params;
+    return {all, all, 0};
+  }
   const double middle =
       pp > 2 ? static_cast<double>(split.middle) * (dense_layer + expert_layer) : 0;
   return {first + emb, last + head, middle};
@@ -66,9 +87,11 @@ LoadedStage most_loaded_stage(const Model& m, const Plan& p, double* experts_per
   LoadedStage out;
   out.params = params.max();
   out.holds_embedding = p[Dim::pp] == 1 || params.max() == params.first;
+  const bool last = p[Dim::pp] == 1 || (!out.holds_embedding && params.max() == params.last);
   std::int64_t layers = split.first;
-  if (!out.holds_embedding) layers = params.max() == params.last ? split.last : split.middle;
+  if (!out.holds_embedding) layers = last ? split.last : split.middle;
   out.layer_params = static_cast<double>(layers) * (dense_layer + expert_layer);
+  if (last) out.layer_params += mtp_share(m, p).params;  // the MTP modules' layers and projections
   return out;
 }
 
@@ -98,10 +121,26 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
                          ((low ? 4.0 + q : 4.0) * k.q_dim + 4 * k.kv_dim +
                           ((m.spec.gated_mlp ? 4 : 2) + q) * k.active_ffn) /
                          t;
+  // Recomputed modules keep nothing of their outputs: the norms' (the QKV and MLP inputs), MLA's
+  // up-projected Q, K and V (its latents kept instead), the MoE experts' SwiGLU output.
+  double saved = 0;
+  const unsigned modules = j.recompute_modules;
+  if (modules & kRecomputeLayernorm) saved += 2.0 * q * tokens * h / sp_div;
+  if ((modules & kRecomputeMlaUpProj) && m.spec.mla()) {
+    const auto& s = m.spec;
+    const double latents =
+        2.0 * static_cast<double>(s.q_lora_rank + s.kv_lora_rank + s.qk_rope_head_dim);
+    saved += std::max(0.0, tokens * ((2.0 * k.q_dim + 4 * k.kv_dim) / t - latents));
+  }
+  if ((modules & kRecomputeMoeAct) && m.spec.moe())
+    saved += q * tokens * moe_layers_in(m, 1.0) *
+             static_cast<double>(m.spec.top_k * m.spec.expert_ffn +
+                                 m.spec.shared_experts * m.spec.shared_ffn()) /
+             t;
   double scores = 0;
   if (r == Recompute::none && !j.flash_attention)
     scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;
-  return replicated + sharded + scores;
+  return replicated + sharded + scores - saved;
 }
 
 MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
@@ -140,7 +179,9 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
   const double working =
       p.recompute == Recompute::full ? layer_activation_bytes(m, j, p, Recompute::selective) : 0.0;
   const double act_first = stage_act(split.first) * in_flight(0) + working;
-  const double act_last = stage_act(split.last) + working;
+  // The last stage: one microbatch in flight, its multi-token-prediction layers' activations
+  // beside its own.
+  const double act_last = stage_act(split.last) + m.counts.mtp_layers * layer_act + working;
   // The second stage: more layers than the first when the split is uneven, one fewer in flight.
   const double act_second = stage_act(split.middle) * in_flight(1) + working;
   auto sharded = [&](double per_param, int min_stage) {
@@ -159,8 +200,9 @@ MemoryBreakdown stage_memory(const Model& m, const JobSpec& j, const Plan& p,
     return mem;
   };
   const double tokens = static_cast<double>(j.seq_len) * p.micro_batch / p[Dim::cp];
-  const double logits_bytes =
-      tokens * static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
+  // The logits buffer, once more per multi-token-prediction module (each its own loss).
+  const double logits_bytes = (1.0 + m.counts.mtp_layers) * tokens *
+                              static_cast<double>(m.spec.vocab) / tp * kLogitsBytesPerEntry;
   MemoryBreakdown worst = fill(params.first, act_first, pp == 1 ? logits_bytes : 0.0);
   if (pp > 2) {
     const MemoryBreakdown second = fill(params.middle, act_second, 0.0);

@@ -881,3 +881,89 @@ TEST_CASE("MoE layers launched eagerly: a microbatch takes at least their host t
   dp8.zero = 1;
   CHECK(evaluate(k.c, dense, k.j, dp8, Mapping::from_order(dp8), cal).time.moe_host == 0);
 }
+
+TEST_CASE("multi-token prediction: its layer, projection and logits run on the last stage") {
+  ModelSpec s = test::dense_spec("mtp", 4096, 32, 32, 14336, 128256, true);
+  const Model plain(s);
+  s.mtp_layers = 1;
+  const Model mtp(s);
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  const JobSpec j = test::job(4096, 64);
+  Plan p = test::plan(1, 4, 2);
+  p.zero = 1;
+  const Calibration cal;
+  const GpuSpec& gpu = c.gpu();
+  // The last stage's head: without MTP the logits (a stage of no layers computes only them).
+  const StageCompute head = stage_compute(plain, j, p, cal, gpu, 0);
+  const StageCompute eight = stage_compute(plain, j, p, cal, gpu, 8);
+  const double layer = stage_compute(plain, j, p, cal, gpu, 9).matmul - eight.matmul;
+  const StageCompute last = stage_compute(mtp, j, p, cal, gpu, 8);
+  // One more layer and the logits again, and the 2h x h projection (a fifth of a layer's
+  // linear FLOPs at most here).
+  const double extra = last.matmul - eight.matmul;
+  CHECK(extra > layer + head.matmul);
+  CHECK(extra < 1.2 * layer + head.matmul);
+  CHECK(last.head_matmul == Approx(head.head_matmul + extra));
+  // The other stages do not run it.
+  CHECK(last.without_head().matmul == Approx(eight.without_head().matmul));
+  // Its parameters sit on the last stage: 32 / 4 layers each, the module beside the head.
+  const StageParams a = stage_params(plain, p), b = stage_params(mtp, p);
+  CHECK(b.first == a.first);
+  CHECK(b.middle == a.middle);
+  CHECK(b.last - a.last == Approx(static_cast<double>(mtp.counts.mtp_params)));
+  // The step: the last stage is now the slowest; fewer layers there balance it.
+  const Evaluation even = test::eval(c, mtp, j, p);
+  CHECK(even.step_time > test::eval(c, plain, j, p).step_time);
+  Plan lighter = p;
+  lighter.first_stage_layers = 9;
+  lighter.last_stage_layers = 7;
+  CHECK(test::eval(c, mtp, j, lighter).step_time < even.step_time);
+  // Model FLOPs count it (Megatron-Bridge's flop_utils counts MTP layers and logits too).
+  CHECK(even.model_flops_per_gpu * even.step_time >
+        test::eval(c, plain, j, p).model_flops_per_gpu * test::eval(c, plain, j, p).step_time);
+}
+
+TEST_CASE("recomputed modules keep less activation memory and compute a little more") {
+  const Model ds = test::preset_model("deepseek-v3");
+  const Cluster c = test::preset_cluster("hgx-h800", 2);
+  JobSpec j = test::job(4096, 64);
+  j.dtype = Dtype::fp8;
+  Plan p = test::plan(1, 1, 16, "tp-cp-ep-dp-pp", 1, 16);
+  p.zero = 1;
+  const double tokens = 4096, h = 7168;
+  const double keep = layer_activation_bytes(ds, j, p, Recompute::none);
+  const StageCompute base = stage_compute(ds, j, p, Calibration{}, c.gpu(), 4);
+  // The norms' outputs: the QKV and MLP inputs, FP8 copies (1 byte) of the full width.
+  j.recompute_modules = kRecomputeLayernorm;
+  CHECK(keep - layer_activation_bytes(ds, j, p, Recompute::none) == Approx(2 * tokens * h));
+  CHECK(stage_compute(ds, j, p, Calibration{}, c.gpu(), 4).elementwise > base.elementwise);
+  // MLA's Q, K and V (topoplan's 2 q_dim + 4 kv_dim bytes per token), its latents kept instead.
+  j.recompute_modules = kRecomputeMlaUpProj;
+  const double qkv = 2.0 * ds.counts.q_dim + 4.0 * ds.counts.kv_dim;
+  const double latents = 2.0 * (1536 + 512 + 64);
+  CHECK(keep - layer_activation_bytes(ds, j, p, Recompute::none) ==
+        Approx(tokens * (qkv - latents)));
+  const StageCompute up = stage_compute(ds, j, p, Calibration{}, c.gpu(), 4);
+  CHECK(up.matmul > base.matmul);
+  CHECK(up.matmul < 1.15 * base.matmul);  // the up-projections are a small part of a layer
+  // The experts' SwiGLU output (the FC2 input, FP8): 58 of 61 layers, 8 routed + 1 shared x 2048.
+  j.recompute_modules = kRecomputeMoeAct;
+  CHECK(keep - layer_activation_bytes(ds, j, p, Recompute::none) ==
+        Approx(tokens * 58.0 / 61.0 * 9 * 2048));
+  // Under full recomputation a layer keeps its input only, modules or not; none are rerun.
+  j.recompute_modules = kRecomputeLayernorm | kRecomputeMlaUpProj | kRecomputeMoeAct;
+  Plan full = p;
+  full.recompute = Recompute::full;
+  JobSpec none = j;
+  none.recompute_modules = 0;
+  CHECK(stage_compute(ds, j, full, Calibration{}, c.gpu(), 4).matmul ==
+        Approx(stage_compute(ds, none, full, Calibration{}, c.gpu(), 4).matmul));
+  // Names: Megatron-core's, comma-separated; anything else is an input error naming the flag.
+  CHECK(parse_recompute_modules("moe_act,layernorm", "--recompute-modules") ==
+        (kRecomputeMoeAct | kRecomputeLayernorm));
+  CHECK(recompute_modules_string(kRecomputeMoeAct | kRecomputeLayernorm) == "layernorm,moe_act");
+  CHECK(recompute_modules_string(0) == "none");
+  CHECK(parse_recompute_modules("none", "x") == 0);
+  CHECK_THROWS_WITH(parse_recompute_modules("mlp", "--recompute-modules"),
+                    Catch::Contains("--recompute-modules") && Catch::Contains("'mlp'"));
+}

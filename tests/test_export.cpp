@@ -649,3 +649,46 @@ TEST_CASE("Megatron-LM: an MoE model's dispatcher is written and read back") {
   // A dense model has no dispatcher to write.
   CHECK_THAT(llama8b_megatron_args(j, make(8, 1, 1, 4, 1)), !Catch::Contains("dispatcher"));
 }
+
+TEST_CASE("Megatron-LM: MTP layers and recomputed modules are written and read back") {
+  Cluster c = test::preset_cluster("hgx-h800", 16);
+  Model m = test::preset_model("deepseek-v3");
+  JobSpec j = test::job(4096, 256);
+  j.dtype = Dtype::fp8;
+  j.recompute_modules = kRecomputeLayernorm | kRecomputeMlaUpProj | kRecomputeMoeAct;
+  Plan p = make(1, 1, 8, 8, 16);
+  p.zero = 1;
+  p.first_stage_layers = 4;
+  p.last_stage_layers = 1;  // Megatron-Bridge's DeepSeek-V3 split at pp 16
+  const std::string text = megatron_args_for(c, m, j, p);
+  CHECK_THAT(text, Catch::Contains(" --mtp-num-layers 1"));
+  CHECK_THAT(text,
+             Catch::Contains(" --recompute-granularity selective --recompute-modules layernorm "
+                             "mla_up_proj moe_act"));
+  CHECK_THAT(text, Catch::Contains("--decoder-first-pipeline-num-layers 4 "
+                                   "--decoder-last-pipeline-num-layers 1"));
+  const ImportedPlan back = read_back(text);
+  REQUIRE(back.recompute_modules);
+  CHECK(*back.recompute_modules == j.recompute_modules);
+  CHECK(back.plan.recompute == Recompute::none);  // selective without core_attn: modules only
+  CHECK(std::find(back.model_shape.begin(), back.model_shape.end(),
+                  std::pair<std::string, std::int64_t>{"--mtp-num-layers", 1}) !=
+        back.model_shape.end());
+  // With the attention core recomputed too, core_attn leads the list and reads back selective.
+  p.recompute = Recompute::selective;
+  const std::string both = megatron_args_for(c, m, j, p);
+  CHECK_THAT(both, Catch::Contains("--recompute-modules core_attn layernorm"));
+  CHECK(read_back(both).plan.recompute == Recompute::selective);
+  // A layout string puts the MTP layer before the loss; m reads back as no decoder layer.
+  p.recompute = Recompute::none;
+  p.first_stage_layers = p.last_stage_layers = 0;
+  p.stage_layers = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 2};
+  const std::string layout = megatron_args_for(c, m, j, p);
+  CHECK_THAT(layout, Catch::Contains("|ttt|ttmL\""));
+  ImportedPlan l = read_back(layout);
+  Plan q = l.plan;
+  apply_layer_choices(l, 61, q);
+  CHECK(q.stage_layers == p.stage_layers);
+  CHECK_THROWS_WITH(parse_megatron_args("--recompute-modules core_attn mlp", "a"),
+                    Catch::Contains("'mlp'"));
+}

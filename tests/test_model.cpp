@@ -96,7 +96,7 @@ TEST_CASE("MoE presets: parameters and active FLOPs match the published sizes") 
   CHECK(static_cast<double>(mix.counts.total_params) == Approx(46.7e9).epsilon(0.002));
   const double active_mix = mix.counts.layer_matmul_flops / 2 * 32 + 2.0 * 32000 * 4096;
   CHECK(active_mix == Approx(12.9e9).epsilon(0.01));
-  // DeepSeek-V3: 671B parameters, 37B activated (without the 14B MTP module).
+  // DeepSeek-V3: 671B parameters, 37B activated (without the 14B MTP module, counted apart).
   Model ds = test::preset_model("deepseek-v3");
   CHECK(ds.spec.mla());
   CHECK(ds.counts.moe_layers == 58);
@@ -263,4 +263,36 @@ TEST_CASE("topoplan model's counts: published totals and active parameters withi
           "vocab_size": 152064, "hidden_act": "silu", "tie_word_embeddings": false})",
       "Qwen2-72B/config.json"));
   CHECK(within(qwen.counts.total_params, 72.7e9));
+}
+
+TEST_CASE("multi-token prediction: DeepSeek-V3's module counted apart, read and written back") {
+  Model ds = test::preset_model("deepseek-v3");
+  REQUIRE(ds.spec.mtp_layers == 1);  // num_nextn_predict_layers
+  // The report's 14B MTP module is its layer (an MoE one, as the last layer is), the 2h x h
+  // projection and norms, and the checkpoint's own copies of the embedding and output head
+  // (shared with the model in training, so not in mtp_params).
+  const double shared_copies = 2.0 * 129280 * 7168;
+  const double module = static_cast<double>(ds.counts.mtp_params + ds.counts.mtp_expert_params);
+  CHECK(module + shared_copies == Approx(14e9).epsilon(0.05));
+  CHECK(ds.counts.mtp_expert_params == 256LL * 3 * 7168 * 2048);
+  // The total stays the 671B the report counts without it.
+  CHECK(static_cast<double>(ds.counts.total_params) == Approx(671e9).epsilon(0.002));
+  // Training FLOPs per token: one more layer, its projection and the logits once more.
+  ModelSpec plain = ds.spec;
+  plain.mtp_layers = 0;
+  const Model without(plain);
+  const double extra =
+      model_flops_per_token(ds.counts, 61, 4096) - model_flops_per_token(without.counts, 61, 4096);
+  const double layer_fwd =
+      without.counts.layer_matmul_flops + without.counts.layer_attention_flops_per_seq * 4096;
+  CHECK(extra > 3 * (layer_fwd + without.counts.logits_flops));
+  CHECK(extra < 3 * (1.2 * layer_fwd + without.counts.logits_flops + 4.0 * 7168 * 7168));
+  // Written as config.json and read back: the same spec and fingerprint.
+  const ModelSpec back = parse_model_json(model_config_json(ds.spec), "back");
+  CHECK(back.mtp_layers == 1);
+  CHECK(fingerprint(Model(back)) == fingerprint(ds));
+  CHECK(fingerprint(without) != fingerprint(ds));
+  // A module count out of range is an input error naming the key.
+  plain.mtp_layers = 17;
+  CHECK_THROWS_WITH(Model(plain, "m.json"), Catch::Contains("num_nextn_predict_layers"));
 }

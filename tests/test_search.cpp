@@ -158,3 +158,30 @@ TEST_CASE("partial recomputation in whole chunks also when a flexible layout's c
   CHECK(best.eval.step_time <
         evaluate(c, m, j, all, Mapping::from_order(all), Calibration{}).step_time);
 }
+
+TEST_CASE("a fixed uneven split applies to every plan the search lists") {
+  const Cluster c = test::preset_cluster("dgx-h100", 4);
+  ModelSpec s = test::dense_spec("mtp", 4096, 32, 32, 14336, 128256, true);
+  s.mtp_layers = 1;  // a heavy head: the last stage wants fewer layers
+  const Model m(s);
+  const JobSpec j = test::job(4096, 128);
+  SearchOptions o;
+  o.fixed[Dim::tp] = 1;
+  o.fixed[Dim::pp] = 4;
+  o.micro_batch = 1;
+  o.vpp = 1;
+  const SearchResult even = search(c, m, j, Calibration{}, o);
+  o.first_stage_layers = 9;
+  o.last_stage_layers = 6;  // 9 + 2 x 8.5 + 6: the middle cannot share 17 evenly
+  const SearchResult none = search(c, m, j, Calibration{}, o);
+  CHECK(none.top.empty());
+  o.last_stage_layers = 7;  // 9, 8, 8, 7
+  const SearchResult split = search(c, m, j, Calibration{}, o);
+  REQUIRE(!split.top.empty());
+  REQUIRE(!even.top.empty());
+  for (const Candidate& k : split.top) {
+    CHECK(k.plan.first_stage_layers == 9);
+    CHECK(k.plan.last_stage_layers == 7);
+  }
+  CHECK(split.top.front().eval.step_time < even.top.front().eval.step_time);
+}

@@ -25,14 +25,15 @@ struct StageCompute {
   double elementwise = 0;
   double attention_fwd = 0;  ///< one layer's attention core, forward (what CP hides behind)
   double linear_fwd = 0;     ///< one layer's linear layers, forward (what TP overlap hides behind)
-  /// The logits' share of matmul and elementwise (every stage_compute includes the logits).
-  double logits_matmul = 0, logits_elementwise = 0;
-  /// The same stage without the logits: any stage but the last.
-  [[nodiscard]] StageCompute without_logits() const {
+  /// The head's share of matmul and elementwise: the logits and any multi-token-prediction
+  /// modules (every stage_compute includes the head).
+  double head_matmul = 0, head_elementwise = 0;
+  /// The same stage without the head: any stage but the last.
+  [[nodiscard]] StageCompute without_head() const {
     StageCompute out = *this;
-    out.matmul -= logits_matmul;
-    out.elementwise -= logits_elementwise;
-    out.logits_matmul = out.logits_elementwise = 0;
+    out.matmul -= head_matmul;
+    out.elementwise -= head_elementwise;
+    out.head_matmul = out.head_elementwise = 0;
     return out;
   }
 };

@@ -19,6 +19,14 @@ namespace topoplan {
 enum class Dtype { bf16, fp16, fp8, nvfp4, mxfp8 };
 /// An MoE layer's token dispatcher (JobSpec::moe_dispatcher).
 enum class MoeDispatcher { alltoall, flex };
+/// Modules whose outputs the backward pass recomputes instead of keeping (Megatron-core's
+/// --recompute-granularity selective --recompute-modules; core_attn is Recompute::selective),
+/// bits of JobSpec::recompute_modules.
+enum RecomputeModule : unsigned {
+  kRecomputeLayernorm = 1,  ///< the two norms' outputs (the QKV and MLP inputs)
+  kRecomputeMlaUpProj = 2,  ///< MLA's up-projected queries, keys and values (from the latents)
+  kRecomputeMoeAct = 4,     ///< the MoE experts' activation output (SwiGLU, from its inputs)
+};
 
 /// NVFP4's bytes per element: a 4-bit value and a 1-byte E4M3 scale per block of 16 (NVIDIA's
 /// format; Transformer Engine's NVFP4BlockScaling; the second-level fp32 scale per tensor is
@@ -88,6 +96,11 @@ struct JobSpec {
   /// deepep), each token once to every other server that holds one of its experts, copied on
   /// inside that server.
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// RecomputeModule bits: modules recomputed in the backward pass whatever the plan's
+  /// recomputation (not with full recomputation, which keeps only each layer's input). DeepSeek-V3
+  /// recomputes its RMSNorms and MLA up-projections and its MoE SwiGLU outputs (report section
+  /// 3.3.2); Megatron-Bridge's DeepSeek recipes set the same modules.
+  unsigned recompute_modules = 0;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
   /// sizes need larger buckets to ensure collectives do not become latency-bound"
@@ -132,6 +145,9 @@ struct JobSpec {
 [[nodiscard]] Dtype parse_dtype(const std::string& s, const std::string& what);
 [[nodiscard]] const char* to_string(MoeDispatcher d);
 [[nodiscard]] MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what);
+/// "layernorm,mla_up_proj,moe_act" (any of them, comma-separated; "none" or "": none) <-> bits.
+[[nodiscard]] unsigned parse_recompute_modules(const std::string& s, const std::string& what);
+[[nodiscard]] std::string recompute_modules_string(unsigned modules);
 /// Checks ranges; InputError names the flag.
 /// Sequence lengths, batches and token counts are bounded so that token counts and loops over
 /// divisors stay small: 16,777,216 (2^24).

@@ -44,6 +44,11 @@ struct ModelSpec {
   // token attend to the `sliding_window` tokens before it only (0: every layer attends fully).
   std::int64_t sliding_window = 0;
   std::int64_t sliding_layers = 0;
+  /// Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers, Megatron-LM's
+  /// --mtp-num-layers): modules after the last layer, each a projection of [hidden; embedding]
+  /// (2h x h), one more transformer layer of the last layer's kind and the shared output head.
+  /// Trained with the model, on the last pipeline stage; not used when serving.
+  std::int64_t mtp_layers = 0;
   [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] std::int64_t shared_ffn() const {
     return shared_expert_ffn > 0 ? shared_expert_ffn : expert_ffn;
@@ -83,6 +88,13 @@ struct ModelCounts {
   /// Sliding-window attention: the share of layers with a window, and the window (tokens).
   double sliding_fraction = 0;
   double sliding_window = 0;
+  /// Multi-token prediction, all modules together (0 without): their count, their parameters
+  /// (the routed experts apart), and their forward FLOPs per token in weight matmuls (layer,
+  /// projection and logits; the attention scores are layer_attention_flops_per_seq per module).
+  double mtp_layers = 0;
+  std::int64_t mtp_params = 0;
+  std::int64_t mtp_expert_params = 0;
+  double mtp_matmul_flops = 0;
 };
 
 /// Physical ranges checked by validate(): widths (hidden size, heads, head sizes, experts,
@@ -91,6 +103,8 @@ struct ModelCounts {
 inline constexpr std::int64_t kMaxModelWidth = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxModelFfn = std::int64_t{1} << 24;
 inline constexpr std::int64_t kMaxModelLayers = 16384;
+/// Multi-token prediction modules (DeepSeek-V3 trains with 1).
+inline constexpr std::int64_t kMaxMtpLayers = 16;
 inline constexpr double kMaxModelParams = 1e15;
 
 /// Validates a spec; InputError names `source` and the field by its Hugging Face (Llama-family)

@@ -40,6 +40,10 @@ struct SearchOptions {
   int zero = -1;                          ///< -1: searched (0-3; only 0 when dp = 1)
   std::optional<Recompute> recompute;     ///< unset: none, selective and full
   std::optional<bool> sequence_parallel;  ///< unset: both (only off when tp = 1)
+  /// An explicit uneven pipeline split (Megatron-LM's --decoder-first/last-pipeline-num-layers):
+  /// the layers on the first and the last stage, the middle ones sharing the rest evenly; 0:
+  /// topoplan's split (plan.hpp, pipeline_split). Plans it does not fit are rejected.
+  std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   /// Experts' tensor parallelism (MoE models): 0 searched, each plan's tp (Megatron's default)
   /// and 1 (MoE parallel folding, EP over tp x cp x dp); kExpertTpAsTp as tp; N > 0: each plan
   /// takes min(N, tp), which must divide tp.

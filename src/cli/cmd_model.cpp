@@ -48,6 +48,8 @@ int run_model(const ModelArgs& a) {
     j["vocab"] = m.spec.vocab;
     j["sliding_window"] = m.spec.sliding_window;
     j["sliding_window_layers"] = m.spec.sliding_layers;
+    j["mtp_layers"] = m.spec.mtp_layers;
+    j["params_mtp"] = k.mtp_params + k.mtp_expert_params;
     text = j.dump(2) + "\n";
   } else {
     text +=
@@ -62,6 +64,11 @@ int run_model(const ModelArgs& a) {
         "forward, at sequence {}\n",
         train / 1e9, train / 3e9, a.seq_len);
     text += fmt::format("KV cache per token {:.1f} KiB in bf16 over all layers\n", kv_bytes / 1024);
+    if (m.spec.mtp_layers > 0)
+      text += fmt::format(
+          "multi-token pred.  {} module(s), {:.3f} B parameters beside the total: trained with the "
+          "model on the last pipeline stage (in the training FLOPs above), not served\n",
+          m.spec.mtp_layers, static_cast<double>(k.mtp_params + k.mtp_expert_params) / 1e9);
     if (m.spec.sliding_layers > 0)
       text += fmt::format(
           "sliding window     {} tokens on {} of {} layers (they attend to and cache that many: "

@@ -24,6 +24,7 @@ struct PlanArgs {
   int expert_tp = 0;
   int max_tp = 0, max_cp = kDefaultMaxCp, max_ep = 0, max_pp = 0;
   int threads = 0;
+  std::int64_t first_stage_layers = 0, last_stage_layers = 0;  ///< 0: topoplan's split
   std::int64_t max_plans = 500'000'000;
   bool variants = false;
   bool place = false;
@@ -82,6 +83,8 @@ int run_plan(const PlanArgs& a) {
                             in.job.global_batch, a.micro_batch));
   opt.micro_batch = a.micro_batch;
   opt.vpp = a.vpp;
+  opt.first_stage_layers = a.first_stage_layers;
+  opt.last_stage_layers = a.last_stage_layers;
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   opt.top_k = a.top;
   opt.distinct = !a.variants;
@@ -149,6 +152,11 @@ Runner register_plan(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--micro-batch", a->micro_batch, "fix the micro-batch size (default: searched)");
   cmd.add_option("--vpp", a->vpp, "fix the virtual pipeline stages per rank (default: searched)");
+  cmd.add_option("--first-stage-layers", a->first_stage_layers,
+                 "layers on the first pipeline stage of every plan (Megatron-LM's "
+                 "--decoder-first-pipeline-num-layers; plans it does not fit are left out)");
+  cmd.add_option("--last-stage-layers", a->last_stage_layers,
+                 "layers on the last pipeline stage (--decoder-last-pipeline-num-layers)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   add_inference_options(cmd, a->inf, true);

@@ -66,6 +66,7 @@ std::string presets_table() {
           ", MoE {} experts top-{}{}", m.spec.experts, m.spec.top_k,
           m.spec.shared_experts ? fmt::format(" + {} shared", m.spec.shared_experts) : "");
     if (m.spec.mla()) text += ", MLA";
+    if (m.spec.mtp_layers > 0) text += fmt::format(", MTP {}", m.spec.mtp_layers);
     text += "\n";
   }
   text += "stacks (--stack NAME; explicit flags win):\n";

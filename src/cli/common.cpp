@@ -67,6 +67,29 @@ MoeDispatcher dispatcher_of(const InputOptions& o, const ImportedPlan& f) {
   return parse_moe_dispatcher(o.moe_dispatcher, "--moe-dispatcher");
 }
 
+/// Megatron-core's bucket size and recomputed modules.
+void add_megatron_tuning(CLI::App& cmd, InputOptions& o) {
+  cmd.add_option("--dp-bucket-params", o.dp_bucket_params,
+                 "parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size; "
+                 "default: Megatron-core's max(40M, 1M x DP))");
+  cmd.add_option(
+      "--recompute-modules", o.recompute_modules,
+      "modules the backward recomputes instead of keeping, comma-separated: layernorm, "
+      "mla_up_proj, moe_act (Megatron-core --recompute-modules; with --recompute none or "
+      "selective)");
+}
+
+/// The dispatcher, the bucket size and the recomputed modules: a flag given, else what the plan
+/// file records, else the default.
+void set_megatron_tuning(const InputOptions& o, const ImportedPlan& f, JobSpec& job) {
+  job.moe_dispatcher = dispatcher_of(o, f);
+  job.dp_bucket_params =
+      o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
+  job.recompute_modules = o.given("--recompute-modules")
+                              ? parse_recompute_modules(o.recompute_modules, "--recompute-modules")
+                              : f.recompute_modules.value_or(0u);
+}
+
 }  // namespace
 
 void require_positive_counts(CLI::App& cmd) {
@@ -154,9 +177,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
                "in the DeepSpeed config); Megatron-LM fuses it into the weight-gradient GEMM");
   add_low_precision_gathers(cmd, o);
   add_moe_options(cmd, o);
-  cmd.add_option("--dp-bucket-params", o.dp_bucket_params,
-                 "parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size; "
-                 "default: Megatron-core's max(40M, 1M x DP))");
+  add_megatron_tuning(cmd, o);
   // An on/off pair whose default comes from the stack: the two exclude each other.
   auto flag_pair = [&](const char* on, bool& on_value, const char* on_help, const char* off,
                        bool& off_value, const char* off_help) {
@@ -360,9 +381,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.fp4_param_gather = pick("--fp4-param-gather", true, f.fp4_param_gather, false);
   job.cuda_graphs = pick("--cuda-graphs", true, f.cuda_graphs, false);
   job.fp8_attention = pick("--fp8-attention", true, f.fp8_attention, false);
-  job.moe_dispatcher = dispatcher_of(o, f);
-  job.dp_bucket_params =
-      o.given("--dp-bucket-params") ? o.dp_bucket_params : f.dp_bucket_params.value_or(0);
+  set_megatron_tuning(o, f, job);
   // A pair: the "--no-" flag wins outright, then as pick().
   auto pick_pair = [&](const char* on, const char* off, const std::optional<bool>& recorded,
                        bool stack_value) {
@@ -426,6 +445,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--cuda-graphs",
                                                   "--moe-dispatcher",
                                                   "--dp-bucket-params",
+                                                  "--recompute-modules",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",
                                                   "--fp8-tp-all-gather",

@@ -46,6 +46,7 @@ struct InputOptions {
   bool fp8_attention = false;
   std::string moe_dispatcher = "alltoall";
   std::int64_t dp_bucket_params = 0;  ///< --dp-bucket-params (0: Megatron-core's default)
+  std::string recompute_modules;      ///< --recompute-modules, comma-separated
   bool fa2_attention = false;
   bool no_fa2_attention = false;
   bool fp8_tp_all_gather = false;

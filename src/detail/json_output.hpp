@@ -59,7 +59,8 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"fp4_param_gather", job.fp4_param_gather},
           {"cuda_graphs", job.cuda_graphs},
           {"moe_dispatcher", to_string(job.moe_dispatcher)},
-          {"dp_bucket_params", job.dp_bucket_params}};
+          {"dp_bucket_params", job.dp_bucket_params},
+          {"recompute_modules", recompute_modules_string(job.recompute_modules)}};
 }
 
 /// The keys job_json writes: what a job object in topoplan's JSON may hold.

@@ -65,6 +65,7 @@ std::string megatron_model_args(const ModelSpec& m, std::int64_t seq_len) {
         m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim);
     if (m.q_lora_rank > 0) a += fmt::format(" --q-lora-rank {}", m.q_lora_rank);
   }
+  if (m.mtp_layers > 0) a += fmt::format(" --mtp-num-layers {}", m.mtp_layers);
   return a;
 }
 
@@ -74,9 +75,10 @@ namespace {
 
 /// Megatron-core's --pipeline-model-parallel-layout for a split whose stages are not multiples
 /// of vpp: virtual stage c x pp + i is chunk c of rank i, its layers as t, the embedding E on the
-/// first and the loss L on the last. A first stage with fewer layers than chunks leaves its first
+/// first and the loss L on the last, the multi-token-prediction layers m just before the loss
+/// (where topoplan costs them). A first stage with fewer layers than chunks leaves its first
 /// chunk to the embedding alone (a last stage, its last chunk to the loss).
-std::string pipeline_layout(const Plan& p, const StageLayers& split) {
+std::string pipeline_layout(const Plan& p, const StageLayers& split, std::int64_t mtp_layers) {
   const int pp = p[Dim::pp];
   std::string out;
   for (int c = 0; c < p.vpp; ++c)
@@ -86,7 +88,10 @@ std::string pipeline_layout(const Plan& p, const StageLayers& split) {
       if (c == 0 && i == 0) out += 'E';
       const int chunk = i == 0 && stage < p.vpp ? p.vpp - 1 - c : c;
       out += std::string(static_cast<std::size_t>(chunk_layers(stage, p.vpp, chunk)), 't');
-      if (c == p.vpp - 1 && i == pp - 1) out += 'L';
+      if (c == p.vpp - 1 && i == pp - 1) {
+        out.append(static_cast<std::size_t>(mtp_layers), 'm');
+        out += 'L';
+      }
     }
   return out;
 }
@@ -95,19 +100,41 @@ std::string pipeline_layout(const Plan& p, const StageLayers& split) {
 /// --num-layers-per-virtual-pipeline-stage layers / (pp x vpp)); an uneven split names the first
 /// and last stages' layers; a split no such flag gives (chunks of unequal size, middle stages
 /// that differ) as a layout string.
-std::string pipeline_args(const Plan& p, const StageLayers& split) {
+std::string pipeline_args(const Plan& p, const StageLayers& split, std::int64_t mtp_layers) {
   bool uneven_middle = false;
   for (int i = 1; i + 1 < p[Dim::pp]; ++i)
     uneven_middle = uneven_middle || layers_on_stage(p, split, i) != split.middle;
   if (uneven_middle || split.first % p.vpp != 0 || split.middle % p.vpp != 0 ||
       split.last % p.vpp != 0)
-    return fmt::format(" --pipeline-model-parallel-layout \"{}\"", pipeline_layout(p, split));
+    return fmt::format(" --pipeline-model-parallel-layout \"{}\"",
+                       pipeline_layout(p, split, mtp_layers));
   std::string args;
   if (p.vpp > 1) args += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", p.vpp);
   if (!split.even())
     args +=
         fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
                     split.first, split.last);
+  return args;
+}
+
+/// Recomputation: selective (the attention core) and the job's recomputed modules, or full
+/// (every layer, or the block method's count per model chunk).
+std::string recompute_args(const Plan& p, const JobSpec& j) {
+  if (p.recompute == Recompute::full && p.recompute_layers > 0)  // per model chunk
+    return fmt::format(
+        " --recompute-granularity full --recompute-method block --recompute-num-layers {}",
+        p.recompute_layers / p.vpp);
+  if (p.recompute == Recompute::full)
+    return " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  std::string args;
+  if (p.recompute == Recompute::selective || j.recompute_modules != 0)
+    args += " --recompute-granularity selective";
+  if (j.recompute_modules != 0) {
+    std::string names = recompute_modules_string(j.recompute_modules);
+    std::replace(names.begin(), names.end(), ',', ' ');
+    args += fmt::format(" --recompute-modules {}{}",
+                        p.recompute == Recompute::selective ? "core_attn " : "", names);
+  }
   return args;
 }
 
@@ -168,23 +195,17 @@ std::string export_megatron_args(const ExportContext& x) {
       : j.dtype == Dtype::nvfp4 ? "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"
                                 : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);
-  args += pipeline_args(p, split);
+  args += pipeline_args(p, split, x.run.model.spec.mtp_layers);
   if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
   if (p.sequence_parallel) args += " --sequence-parallel";
   args += overlap_and_data_parallel_args(p, j);
   args += cuda_graph_args(x.run.model, j);
   args += dispatcher_args(x.run.model, j);
-  if (p.recompute == Recompute::selective) args += " --recompute-granularity selective";
+  args += recompute_args(p, j);
   if (p.recompute == Recompute::selective_op)
     out +=
         "# recompute selective-op is torchtitan's op-level checkpointing: Megatron-LM has no "
         "such flag, none passed (closest: --recompute-granularity selective)\n";
-  if (p.recompute == Recompute::full && p.recompute_layers > 0)  // per model chunk
-    args += fmt::format(
-        " --recompute-granularity full --recompute-method block --recompute-num-layers {}",
-        p.recompute_layers / p.vpp);
-  else if (p.recompute == Recompute::full)
-    args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (p.offload_layers > 0)
     args += fmt::format(" --cpu-offloading --cpu-offloading-num-layers {}", p.offload_layers);
   if (!order_flag.empty()) args += " " + order_flag;

@@ -70,14 +70,11 @@ std::vector<std::string> tokenize(const std::string& args, const std::string& so
 
 /// Megatron-LM's model-shape arguments and the field each must equal.
 constexpr std::pair<const char*, std::int64_t ModelSpec::*> kShapeFlags[] = {
-    {"--num-layers", &ModelSpec::layers},
-    {"--hidden-size", &ModelSpec::hidden},
-    {"--ffn-hidden-size", &ModelSpec::ffn},
-    {"--num-attention-heads", &ModelSpec::heads},
-    {"--num-query-groups", &ModelSpec::kv_heads},
-    {"--num-experts", &ModelSpec::experts},
-    {"--moe-router-topk", &ModelSpec::top_k},
-    {"--moe-ffn-hidden-size", &ModelSpec::expert_ffn}};
+    {"--num-layers", &ModelSpec::layers},         {"--hidden-size", &ModelSpec::hidden},
+    {"--ffn-hidden-size", &ModelSpec::ffn},       {"--num-attention-heads", &ModelSpec::heads},
+    {"--num-query-groups", &ModelSpec::kv_heads}, {"--num-experts", &ModelSpec::experts},
+    {"--moe-router-topk", &ModelSpec::top_k},     {"--moe-ffn-hidden-size", &ModelSpec::expert_ffn},
+    {"--mtp-num-layers", &ModelSpec::mtp_layers}};
 
 bool is_shape_flag(const std::string& f) {
   for (const auto& [flag, field] : kShapeFlags)
@@ -86,8 +83,9 @@ bool is_shape_flag(const std::string& f) {
 }
 
 /// Megatron-core's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L"): virtual stages split
-/// by '|', "X*n" and "(...)*n" repeat, t is a decoder layer, E/L the embedding and loss (m, an
-/// MTP layer, is not modelled). Returns decoder layers per virtual stage.
+/// by '|', "X*n" and "(...)*n" repeat, t is a decoder layer, E/L the embedding and loss, m a
+/// multi-token-prediction layer (topoplan costs those on the last stage, wherever the layout puts
+/// them; --mtp-num-layers says how many). Returns decoder layers per virtual stage.
 std::vector<std::int64_t> parse_layout(const std::string& text, const std::string& source) {
   const std::string flag = "--pipeline-model-parallel-layout";
   auto fail = [&](const std::string& what) {
@@ -125,8 +123,9 @@ std::vector<std::int64_t> parse_layout(const std::string& text, const std::strin
       stages.push_back(0);
     else if (ch == 't')
       ++stages.back();
-    else if (ch != 'E' && ch != 'L' && ch != ',' && !std::isspace(static_cast<unsigned char>(ch)))
-      fail("virtual stages of t (decoder layers), E and L, split by '|'");
+    else if (ch != 'E' && ch != 'L' && ch != 'm' && ch != ',' &&
+             !std::isspace(static_cast<unsigned char>(ch)))
+      fail("virtual stages of t (decoder layers), E, L and m, split by '|'");
   }
   return stages;
 }
@@ -206,6 +205,26 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
   return false;
 }
 
+/// --recompute-modules' names (nargs: the tokens up to the next flag), from tok[i + 1] on.
+void read_recompute_modules(const std::vector<std::string>& tok, std::size_t& i,
+                            const std::string& source, ImportedPlan& out) {
+  unsigned modules = 0;
+  bool core_attn = false;
+  while (i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) {
+    const std::string& name = tok[++i];
+    if (name == "core_attn")
+      core_attn = true;
+    else if (name == "layernorm" || name == "mla_up_proj" || name == "moe_act")
+      modules |= parse_recompute_modules(name, source);
+    else  // mlp, moe, shared_experts, mhc: not modelled
+      throw_input(
+          source, "--recompute-modules",
+          fmt::format("expected core_attn, layernorm, mla_up_proj or moe_act, got '{}'", name));
+  }
+  out.recompute_modules = modules;
+  out.recompute_core_attn = core_attn;
+}
+
 }  // namespace
 
 ImportedPlan parse_megatron_args(const std::string& args, const std::string& source) {
@@ -249,6 +268,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.plan.vpp = positive(f, value(i), source);
     } else if (f == "--ddp-bucket-size") {
       out.dp_bucket_params = positive<std::int64_t>(f, value(i), source);  // 4000000000 is common
+    } else if (f == "--recompute-modules") {
+      read_recompute_modules(tok, i, source, out);
     } else if (f == "--recompute-method") {
       out.recompute_block = value(i) == "block";
     } else if (f == "--recompute-num-layers") {
@@ -274,6 +295,9 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
     }
   }
   if (mx_recipe && out.dtype == Dtype::fp8) out.dtype = Dtype::mxfp8;
+  // Selective granularity with modules that leave out core_attn recomputes those modules only.
+  if (out.plan.recompute == Recompute::selective && !out.recompute_core_attn)
+    out.plan.recompute = Recompute::none;
   if (!saw_tp && tok.empty())
     throw_input(source, "",
                 "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");

@@ -119,6 +119,9 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
     out.moe_dispatcher = parse_moe_dispatcher(c.string("moe_dispatcher"),
                                               c.source() + ": " + c.path_of("moe_dispatcher"));
   // 0: Megatron-core's default bucket size (what plan and evaluate write when none was given).
+  if (c.has("recompute_modules"))
+    out.recompute_modules = parse_recompute_modules(
+        c.string("recompute_modules"), c.source() + ": " + c.path_of("recompute_modules"));
   if (c.has("dp_bucket_params")) {
     out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
     if (*out.dp_bucket_params > kMaxDpBucketParams)

@@ -25,6 +25,10 @@ struct ImportedPlan {
   std::optional<std::int64_t> seq_len, global_batch, dp_bucket_params;
   std::optional<Dtype> dtype;
   std::optional<MoeDispatcher> moe_dispatcher;
+  std::optional<unsigned> recompute_modules;  ///< RecomputeModule bits
+  /// Megatron's --recompute-modules names core_attn: with --recompute-granularity selective, the
+  /// attention core is recomputed (Recompute::selective); without it, only the modules are.
+  bool recompute_core_attn = true;
   std::optional<bool> flash_attention, tp_comm_overlap, ep_comm_overlap, grad_reduce_bf16,
       grad_accumulation_pass, fa2_attention, fp8_tp_all_gather, eager, overlap_grad_reduce,
       overlap_param_gather, overlap_p2p, fp8_param_gather, fp4_param_gather, cuda_graphs,
