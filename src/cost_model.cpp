@@ -259,7 +259,9 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
     Plan kept = p;
     kept.recompute = Recompute::none;
-    const LayerWork k = layer_work(m, j, kept, cal, gpu);
+    JobSpec unmoduled = j;  // full granularity recomputes no modules in the layers it keeps
+    unmoduled.recompute_modules = 0;
+    const LayerWork k = layer_work(m, unmoduled, kept, cal, gpu);
     out.matmul = tokens * (again * w.matmul_s + (layers - again) * k.matmul_s + w.head_matmul_s);
     out.elementwise = tokens * (again * w.elementwise_s + (layers - again) * k.elementwise_s +
                                 w.head_elementwise_s) +

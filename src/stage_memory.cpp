@@ -122,9 +122,11 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
                           ((m.spec.gated_mlp ? 4 : 2) + q) * k.active_ffn) /
                          t;
   // Recomputed modules keep nothing of their outputs: the norms' (the QKV and MLP inputs), MLA's
-  // up-projected Q, K and V (its latents kept instead), the MoE experts' SwiGLU output.
+  // up-projected Q, K and V (its latents kept instead), the MoE experts' SwiGLU output. Not with
+  // full recomputation (Megatron's modules belong to selective granularity), also for the layers
+  // a partial one keeps.
   double saved = 0;
-  const unsigned modules = j.recompute_modules;
+  const unsigned modules = p.recompute == Recompute::full ? 0u : j.recompute_modules;
   if (modules & kRecomputeLayernorm) saved += 2.0 * q * tokens * h / sp_div;
   if ((modules & kRecomputeMlaUpProj) && m.spec.mla()) {
     const auto& s = m.spec;

@@ -958,6 +958,13 @@ TEST_CASE("recomputed modules keep less activation memory and compute a little m
   none.recompute_modules = 0;
   CHECK(stage_compute(ds, j, full, Calibration{}, c.gpu(), 4).matmul ==
         Approx(stage_compute(ds, none, full, Calibration{}, c.gpu(), 4).matmul));
+  // Nor in the layers a partial full recomputation keeps (Megatron's modules are selective's).
+  Plan partial = full;
+  partial.recompute_layers = 2;
+  CHECK(stage_compute(ds, j, partial, Calibration{}, c.gpu(), 4).elementwise ==
+        Approx(stage_compute(ds, none, partial, Calibration{}, c.gpu(), 4).elementwise));
+  CHECK(stage_memory(ds, j, partial, Calibration{}, 4).activations ==
+        Approx(stage_memory(ds, none, partial, Calibration{}, 4).activations));
   // Names: Megatron-core's, comma-separated; anything else is an input error naming the flag.
   CHECK(parse_recompute_modules("moe_act,layernorm", "--recompute-modules") ==
         (kRecomputeMoeAct | kRecomputeLayernorm));
