@@ -96,10 +96,10 @@ struct JobSpec {
   /// deepep), each token once to every other server that holds one of its experts, copied on
   /// inside that server.
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
-  /// RecomputeModule bits: modules recomputed in the backward pass whatever the plan's
-  /// recomputation (not with full recomputation, which keeps only each layer's input). DeepSeek-V3
-  /// recomputes its RMSNorms and MLA up-projections and its MoE SwiGLU outputs (report section
-  /// 3.3.2); Megatron-Bridge's DeepSeek recipes set the same modules.
+  /// RecomputeModule bits: modules recomputed in the backward pass with no or selective
+  /// recomputation (none under full recomputation, also in the layers a partial one keeps).
+  /// DeepSeek-V3 recomputes its RMSNorms and MLA up-projections and its MoE SwiGLU outputs (report
+  /// sections 3.2.3 and 3.3.2); Megatron-Bridge's DeepSeek recipes set some of them.
   unsigned recompute_modules = 0;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
