@@ -132,6 +132,16 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
                               to_string(d), w.plan[d], span_name(c, w.eval.shapes[d]), exposed,
                               100.0 * exposed / w.eval.step_time));
   }
+  // An explicit split (given, or found by --search-split): the layers per stage.
+  if (w.plan.first_stage_layers > 0 || w.plan.last_stage_layers > 0) {
+    const StageLayers split = split_of(w.plan, ctx.model.spec.layers);
+    const int middles = w.plan[Dim::pp] - 2;
+    out.push_back(fmt::format(
+        "layers per stage {}{} / {} (Megatron-LM --decoder-first-pipeline-num-layers {} "
+        "--decoder-last-pipeline-num-layers {})",
+        split.first, middles > 0 ? fmt::format(" / {} x {}", split.middle, middles) : "",
+        split.last, split.first, split.last));
+  }
   // The experts' TP, folded or not: the same plan with the other choice.
   if (const auto& o = r.other_expert_tp) {
     const bool folded = folds_experts(w.plan);

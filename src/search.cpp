@@ -280,6 +280,27 @@ std::optional<LayerTrade> fewest_recomputed_layers(const Cluster& c, const Model
   });
 }
 
+/// SearchOptions::search_split: the plan with layers moved from its last stage to its first, a
+/// step (vpp layers, one with a flexible layout) at a time while the last keeps at least one
+/// step; each that fits goes to `cost` (the first stage's extra layers and activations are
+/// costed as any stage's: the slowest stage and the most loaded one decide).
+template <class Cost>
+void cost_lighter_last_stages(const Cluster& c, const Model& m, const JobSpec& j,
+                              const Calibration& cal, const Plan& base, Cost&& cost) {
+  const int pp = base[Dim::pp];
+  if (pp < 3 || base.first_stage_layers > 0 || base.last_stage_layers > 0) return;
+  const StageLayers split = split_of(base, m.spec.layers);
+  const std::int64_t step = base.flexible_layout ? 1 : base.vpp;
+  for (std::int64_t d = step; split.last - d >= step; d += step) {
+    Plan v = base;
+    v.first_stage_layers = split.first + d;
+    v.last_stage_layers = split.last - d;
+    if (check_plan(c, m, j, v) != PlanError::none) continue;
+    const PlanCore core = prepare(c, m, j, v, cal);
+    if (core.fits) cost(v, core);
+  }
+}
+
 /// Without recomputation not fitting: the fewest layers whose activations, offloaded to host
 /// memory, make it fit (Megatron-core offloads only with pp 1 and no recomputation, fewer than
 /// all layers). nullopt when offloading is off, impossible or not enough.
@@ -358,6 +379,7 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               break;
             }
             cost_orders(base, core);
+            if (opt.search_split) cost_lighter_last_stages(c, m, j, cal, base, cost_orders);
             if (rc != Recompute::full || opt.recompute) continue;  // fixed: every layer
             // Recompute only as many layers as memory needs.
             if (const auto partial = fewest_recomputed_layers(c, m, j, base, cal))

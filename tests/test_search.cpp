@@ -159,17 +159,33 @@ TEST_CASE("partial recomputation in whole chunks also when a flexible layout's c
         evaluate(c, m, j, all, Mapping::from_order(all), Calibration{}).step_time);
 }
 
+namespace {
+
+/// An 8B-shaped dense model with one multi-token-prediction module (a heavy head: the last stage
+/// wants fewer layers) on 4 DGX H100, searched at tp 1, pp 4, micro-batch 1, no interleaving.
+struct HeavyHead {
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = [] {
+    ModelSpec s = test::dense_spec("mtp", 4096, 32, 32, 14336, 128256, true);
+    s.mtp_layers = 1;
+    return Model(s);
+  }();
+  JobSpec j = test::job(4096, 128);
+  SearchOptions o = [] {
+    SearchOptions x;
+    x.fixed[Dim::tp] = 1;
+    x.fixed[Dim::pp] = 4;
+    x.micro_batch = 1;
+    x.vpp = 1;
+    return x;
+  }();
+};
+
+}  // namespace
+
 TEST_CASE("a fixed uneven split applies to every plan the search lists") {
-  const Cluster c = test::preset_cluster("dgx-h100", 4);
-  ModelSpec s = test::dense_spec("mtp", 4096, 32, 32, 14336, 128256, true);
-  s.mtp_layers = 1;  // a heavy head: the last stage wants fewer layers
-  const Model m(s);
-  const JobSpec j = test::job(4096, 128);
-  SearchOptions o;
-  o.fixed[Dim::tp] = 1;
-  o.fixed[Dim::pp] = 4;
-  o.micro_batch = 1;
-  o.vpp = 1;
+  HeavyHead h;
+  auto& [c, m, j, o] = h;
   const SearchResult even = search(c, m, j, Calibration{}, o);
   o.first_stage_layers = 9;
   o.last_stage_layers = 6;  // 9 + 2 x 8.5 + 6: the middle cannot share 17 evenly
@@ -184,4 +200,31 @@ TEST_CASE("a fixed uneven split applies to every plan the search lists") {
     CHECK(k.plan.last_stage_layers == 7);
   }
   CHECK(split.top.front().eval.step_time < even.top.front().eval.step_time);
+}
+
+TEST_CASE("searching the split moves layers off a heavy last stage to the first") {
+  HeavyHead h;
+  auto& [c, m, j, o] = h;
+  o.recompute = Recompute::none;
+  o.top_k = 50;
+  o.distinct = false;
+  const SearchResult even = search(c, m, j, Calibration{}, o);
+  o.search_split = true;
+  const SearchResult moved = search(c, m, j, Calibration{}, o);
+  REQUIRE(!even.top.empty());
+  REQUIRE(!moved.top.empty());
+  // The head (the logits twice and one more layer) outweighs a layer or two on the first stage.
+  const Plan& best = moved.top.front().plan;
+  CHECK(best.last_stage_layers > 0);
+  CHECK(best.last_stage_layers < 8);
+  CHECK(best.first_stage_layers == 16 - best.last_stage_layers);  // the middle two keep 8 each
+  CHECK(moved.top.front().eval.step_time < even.top.front().eval.step_time);
+  // Each listed split is the default one or moves whole layers off the last stage.
+  for (const Candidate& k : moved.top) {
+    const StageLayers split = split_of(k.plan, 32);
+    CHECK(split.middle == 8);
+    CHECK(split.first + split.last == 16);
+    CHECK(split.last >= 1);
+  }
+  CHECK(moved.evaluated > even.evaluated);
 }

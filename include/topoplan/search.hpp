@@ -44,6 +44,11 @@ struct SearchOptions {
   /// the layers on the first and the last stage, the middle ones sharing the rest evenly; 0:
   /// topoplan's split (plan.hpp, pipeline_split). Plans it does not fit are rejected.
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
+  /// Without a fixed split: also try moving layers from the last stage (which runs the logits and
+  /// any multi-token-prediction modules) to the first, one step at a time while the last keeps
+  /// one (Megatron-Bridge's DeepSeek-V3 layouts: 4 / 4 x 14 / 1 at pp 16); each split that fits
+  /// is costed as a plan of its own (pp 3 and more).
+  bool search_split = false;
   /// Experts' tensor parallelism (MoE models): 0 searched, each plan's tp (Megatron's default)
   /// and 1 (MoE parallel folding, EP over tp x cp x dp); kExpertTpAsTp as tp; N > 0: each plan
   /// takes min(N, tp), which must divide tp.

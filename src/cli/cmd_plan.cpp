@@ -27,6 +27,7 @@ struct PlanArgs {
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;  ///< 0: topoplan's split
   std::int64_t max_plans = 500'000'000;
   bool variants = false;
+  bool search_split = false;
   bool place = false;
   std::string order;
 };
@@ -88,6 +89,7 @@ int run_plan(const PlanArgs& a) {
   if (!a.order.empty()) opt.order = parse_order(a.order, "--order");
   opt.top_k = a.top;
   opt.distinct = !a.variants;
+  opt.search_split = a.search_split;
   opt.place = a.place;
   opt.zero = a.choice.zero;
   if (!a.choice.recompute.empty())
@@ -157,6 +159,9 @@ Runner register_plan(CLI::App& cmd) {
                  "--decoder-first-pipeline-num-layers; plans it does not fit are left out)");
   cmd.add_option("--last-stage-layers", a->last_stage_layers,
                  "layers on the last pipeline stage (--decoder-last-pipeline-num-layers)");
+  cmd.add_flag("--search-split", a->search_split,
+               "also try moving layers from the last pipeline stage (logits, multi-token "
+               "prediction) to the first (pp 3 and more)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   add_inference_options(cmd, a->inf, true);

@@ -471,6 +471,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--first-stage-layers",
                                                   "--last-stage-layers",
                                                   "--stage-layers",
+                                                  "--search-split",
                                                   "--max-cp",
                                                   "--variants"};
   static constexpr const char* kServingOnly[] = {
