@@ -48,7 +48,8 @@ std::string fingerprint(const Model& m) {
   if (s.mla())
     t += fmt::format(";mla {} {} {} {} {}", s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim,
                      s.qk_rope_head_dim, s.v_head_dim);
-  if (s.mtp_layers > 0) t += fmt::format(";mtp {}", s.mtp_layers);
+  // Not mtp_layers: the deepseek-v3 preset gained its MTP module in session 29 after rank files
+  // had been written for it, and those must still read back (MTP moves no rank).
   return fnv1a(t);
 }
 
