@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <functional>
@@ -305,6 +306,16 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
 }
 
 void check_against_model(const ImportedPlan& imp, const ModelSpec& m, const std::string& source) {
+  // Megatron-LM trains no multi-token prediction without --mtp-num-layers: arguments that leave
+  // it out train another model than one with MTP modules.
+  const bool mtp_given = std::any_of(imp.model_shape.begin(), imp.model_shape.end(),
+                                     [](const auto& f) { return f.first == "--mtp-num-layers"; });
+  if (m.mtp_layers > 0 && !mtp_given)
+    throw_input(source, "--mtp-num-layers",
+                fmt::format("not given (Megatron-LM then trains no multi-token prediction), but "
+                            "the model planned ({}) has {} module(s): pass --mtp-num-layers {}, "
+                            "or a config.json with num_nextn_predict_layers 0",
+                            m.name, m.mtp_layers, m.mtp_layers));
   for (const auto& [flag, v] : imp.model_shape) {
     std::int64_t has = 0;
     for (const auto& [name, field] : kShapeFlags)
