@@ -110,20 +110,6 @@ double moe_routed_copy_bytes(const Model& m, const Plan& p, const Calibration& c
          cal.moe_routed_copy_bytes * passes;
 }
 
-/// Forward FLOPs per token of MLA's up-projections (queries from their latent, keys and values
-/// from theirs): what recomputing them (kRecomputeMlaUpProj) runs again. 0 without MLA.
-double mla_up_projection_flops(const Model& m) {
-  const auto& s = m.spec;
-  if (!s.mla()) return 0.0;
-  const double heads = static_cast<double>(s.heads);
-  const double q = s.q_lora_rank > 0
-                       ? static_cast<double>(s.q_lora_rank) * heads *
-                             static_cast<double>(s.qk_nope_head_dim + s.qk_rope_head_dim)
-                       : 0.0;
-  return 2.0 * (q + static_cast<double>(s.kv_lora_rank) * heads *
-                        static_cast<double>(s.qk_nope_head_dim + s.v_head_dim));
-}
-
 /// Element-wise traffic per token per layer, in activation elements, of the recomputed modules
 /// (JobSpec::recompute_modules): the two norms (read and write the width each, a 1/tp share under
 /// sequence parallelism), the MoE experts' SwiGLU (read both halves, write the output; the MoE
@@ -132,11 +118,8 @@ double recomputed_module_elements(const Model& m, const Plan& p, unsigned module
   const double t = p[Dim::tp], h = static_cast<double>(m.spec.hidden);
   double out = 0;
   if (modules & kRecomputeLayernorm) out += 4.0 * h / (p.sequence_parallel ? t : 1.0);
-  if ((modules & kRecomputeMoeAct) && m.spec.moe()) {
-    const double width = static_cast<double>(m.spec.top_k * m.spec.expert_ffn +
-                                             m.spec.shared_experts * m.spec.shared_ffn());
-    out += moe_layers_in(m, 1.0) * (m.spec.gated_mlp ? 3.0 : 2.0) * width / t;
-  }
+  if (modules & kRecomputeMoeAct)
+    out += moe_layers_in(m, 1.0) * (m.spec.gated_mlp ? 3.0 : 2.0) * m.counts.moe_ffn / t;
   return out;
 }
 
@@ -202,7 +185,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   LayerWork w;
   w.matmul_s = linear * ((linear_passes - 2) * lp.forward + lp.data_grad + lp.weight_grad) +
                attn_passes * attn / attn_rate;
-  if (modules & kRecomputeMlaUpProj) w.matmul_s += mla_up_projection_flops(m) / t * lp.forward;
+  if (modules & kRecomputeMlaUpProj) w.matmul_s += k.mla_up_flops / t * lp.forward;
   w.attention_fwd_s = attn / attn_rate;
   w.linear_fwd_s = linear * lp.forward;
   w.elementwise_s = elements * activation_bytes(j) / hbm;

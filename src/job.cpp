@@ -64,16 +64,19 @@ constexpr std::pair<unsigned, const char*> kRecomputeModuleNames[] = {
 
 }  // namespace
 
+unsigned recompute_module_bit(const std::string& name) {
+  for (const auto& [b, n] : kRecomputeModuleNames)
+    if (name == n) return b;
+  return 0;
+}
+
 unsigned parse_recompute_modules(const std::string& s, const std::string& what) {
   unsigned out = 0;
   if (s.empty() || s == "none") return out;
   std::size_t start = 0;
   while (start <= s.size()) {
     const std::size_t comma = std::min(s.find(',', start), s.size());
-    const std::string name = s.substr(start, comma - start);
-    unsigned bit = 0;
-    for (const auto& [b, n] : kRecomputeModuleNames)
-      if (name == n) bit = b;
+    const unsigned bit = recompute_module_bit(s.substr(start, comma - start));
     if (bit == 0)
       throw_input(what, "",
                   fmt::format("expected layernorm, mla_up_proj or moe_act, comma-separated, got "

@@ -97,6 +97,10 @@ ModelCounts count(const ModelSpec& m) {
     kv = m.heads * m.v_head_dim;
     scores = 2.0 * static_cast<double>(m.heads) * static_cast<double>(qk + m.v_head_dim);
     c.kv_cache_elems = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
+    const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+    c.mla_up_flops = 2.0 * d(m.heads) *
+                     ((m.q_lora_rank > 0 ? d(m.q_lora_rank) * d(qk) : 0.0) +
+                      d(m.kv_lora_rank) * d(m.qk_nope_head_dim + m.v_head_dim));
     c.kv_cache_split = false;
   } else {
     q = m.heads * m.head_dim;
@@ -122,7 +126,7 @@ ModelCounts count(const ModelSpec& m) {
   c.head_params = (m.tied_embeddings ? 0 : m.vocab * h) + h * (m.layernorm_bias ? 2 : 1);
   c.total_params = all_layers + c.embedding_params + c.head_params;
   c.q_dim = static_cast<double>(q);
-  const double moe_width =
+  const double moe_width = c.moe_ffn =
       static_cast<double>(m.top_k * m.expert_ffn + m.shared_experts * m.shared_ffn());
   c.active_ffn =
       (static_cast<double>(dense_layers * m.ffn) + static_cast<double>(c.moe_layers) * moe_width) /
@@ -139,10 +143,8 @@ ModelCounts count(const ModelSpec& m) {
   c.active_params = c.total_params - c.moe_layers * (m.experts - m.top_k) * expert;
   c.sliding_fraction = static_cast<double>(m.sliding_layers) / static_cast<double>(m.layers);
   c.sliding_window = static_cast<double>(m.sliding_window);
-  // Multi-token prediction: each module's layer is of the last layer's kind (MoE when the model
-  // has MoE layers: they follow the dense ones), plus its projection and two input norms; the
-  // embedding and the output head are the model's own (Megatron-Bridge's flop_utils.py counts
-  // the logits once more per module).
+  // MTP: each module's layer of the last layer's kind, its projection and two input norms; the
+  // head is the model's own, its logits once more per module (Megatron-Bridge's flop_utils.py).
   if (m.mtp_layers > 0) {
     const bool moe_last = c.moe_layers > 0;
     const std::int64_t module =

@@ -134,11 +134,7 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
         2.0 * static_cast<double>(s.q_lora_rank + s.kv_lora_rank + s.qk_rope_head_dim);
     saved += std::max(0.0, tokens * ((2.0 * k.q_dim + 4 * k.kv_dim) / t - latents));
   }
-  if ((modules & kRecomputeMoeAct) && m.spec.moe())
-    saved += q * tokens * moe_layers_in(m, 1.0) *
-             static_cast<double>(m.spec.top_k * m.spec.expert_ffn +
-                                 m.spec.shared_experts * m.spec.shared_ffn()) /
-             t;
+  if (modules & kRecomputeMoeAct) saved += q * tokens * moe_layers_in(m, 1.0) * k.moe_ffn / t;
   double scores = 0;
   if (r == Recompute::none && !j.flash_attention)
     scores = 5.0 * static_cast<double>(m.spec.heads) * static_cast<double>(j.seq_len) * tokens / t;

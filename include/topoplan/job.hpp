@@ -147,6 +147,8 @@ struct JobSpec {
 [[nodiscard]] MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what);
 /// "layernorm,mla_up_proj,moe_act" (any of them, comma-separated; "none" or "": none) <-> bits.
 [[nodiscard]] unsigned parse_recompute_modules(const std::string& s, const std::string& what);
+/// One module's bit by its Megatron-core name; 0 for a name topoplan does not model.
+[[nodiscard]] unsigned recompute_module_bit(const std::string& name);
 [[nodiscard]] std::string recompute_modules_string(unsigned modules);
 /// Checks ranges; InputError names the flag.
 /// Sequence lengths, batches and token counts are bounded so that token counts and loops over

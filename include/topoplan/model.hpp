@@ -68,6 +68,9 @@ struct ModelCounts {
   /// MLP width a token activates, averaged over layers: ffn for dense layers, (top_k + shared)
   /// x expert_ffn for MoE layers. Sizes activations and element-wise traffic.
   double active_ffn = 0;
+  /// The MLP width a token activates in an MoE layer: top_k routed experts and the shared ones
+  /// (0 for dense models).
+  double moe_ffn = 0;
   /// The smallest MLP matrix dimension (expert_ffn for MoE models): sizes GEMM efficiency.
   double min_ffn = 0;
   double kv_dim = 0;  ///< kv_heads x head_dim
@@ -95,6 +98,9 @@ struct ModelCounts {
   std::int64_t mtp_params = 0;
   std::int64_t mtp_expert_params = 0;
   double mtp_matmul_flops = 0;
+  /// Forward FLOPs per token per layer of MLA's up-projections (queries from their latent, keys
+  /// and values from theirs): what recomputing them runs again. 0 without MLA.
+  double mla_up_flops = 0;
 };
 
 /// Physical ranges checked by validate(): widths (hidden size, heads, head sizes, experts,

@@ -213,10 +213,11 @@ void read_recompute_modules(const std::vector<std::string>& tok, std::size_t& i,
   bool core_attn = false;
   while (i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) {
     const std::string& name = tok[++i];
+    const unsigned bit = recompute_module_bit(name);
     if (name == "core_attn")
       core_attn = true;
-    else if (name == "layernorm" || name == "mla_up_proj" || name == "moe_act")
-      modules |= parse_recompute_modules(name, source);
+    else if (bit != 0)
+      modules |= bit;
     else  // mlp, moe, shared_experts, mhc: not modelled
       throw_input(
           source, "--recompute-modules",
