@@ -152,6 +152,7 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
 
   SearchOptions all;
   all.top_k = 1;
+  all.search_split = true;  // plan's default: the best plan plan lists first
   SearchResult best = search(c, ctx.model, ctx.job, ctx.cal, all);
   if (!best.top.empty()) {
     r.best_overall = best.top.front();

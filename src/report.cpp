@@ -8,6 +8,7 @@
 
 #include "detail/json_output.hpp"
 #include "detail/report_json.hpp"
+#include "topoplan/export.hpp"
 #include "topoplan/stage_balance.hpp"
 #include "topoplan/units.hpp"
 
@@ -132,15 +133,14 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
                               to_string(d), w.plan[d], span_name(c, w.eval.shapes[d]), exposed,
                               100.0 * exposed / w.eval.step_time));
   }
-  // An explicit split (given, or found by --search-split): the layers per stage.
+  // An explicit split (given, or found by the split search): the layers per stage and the
+  // Megatron-LM flags export writes for it.
   if (w.plan.first_stage_layers > 0 || w.plan.last_stage_layers > 0) {
     const StageLayers split = split_of(w.plan, ctx.model.spec.layers);
     const int middles = w.plan[Dim::pp] - 2;
-    out.push_back(fmt::format(
-        "layers per stage {}{} / {} (Megatron-LM --decoder-first-pipeline-num-layers {} "
-        "--decoder-last-pipeline-num-layers {})",
-        split.first, middles > 0 ? fmt::format(" / {} x {}", split.middle, middles) : "",
-        split.last, split.first, split.last));
+    out.push_back(fmt::format("layers per stage {}{} / {} (Megatron-LM{})", split.first,
+                              middles > 0 ? fmt::format(" / {} x {}", split.middle, middles) : "",
+                              split.last, megatron_pipeline_args(w.plan, ctx.model.spec)));
   }
   // The experts' TP, folded or not: the same plan with the other choice.
   if (const auto& o = r.other_expert_tp) {
@@ -257,10 +257,15 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
       top.begin(), top.end(), [](const Candidate& cand) { return folds_experts(cand.plan); });
   out += fmt::format("{:>4} {:>4} {:>3} {:>3} ", "rank", "tp", "cp", "ep");
   if (etp_column) out += fmt::format("{:>3} ", "etp");
-  out += fmt::format(
-      "{:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} {:>8} {:>6} {:>8} ", "pp",
-      "dp", "mb", "vpp", "order", "zero", "recompute", "sp", "step s", "tokens/s", "TFLOP/s", "MFU",
-      "mem GiB");
+  // The first and last stages' layers: a column only when a listed plan sets them (the split
+  // search moves layers off the last stage; the others run topoplan's split).
+  const bool split_column = std::any_of(top.begin(), top.end(), [](const Candidate& cand) {
+    return cand.plan.first_stage_layers > 0 || cand.plan.last_stage_layers > 0;
+  });
+  out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", "pp", "dp", "mb", "vpp");
+  if (split_column) out += fmt::format("{:>7}  ", "split");
+  out += fmt::format("{:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} {:>8} {:>6} {:>8} ", "order", "zero",
+                     "recompute", "sp", "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
   for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
   out += "\n";
   int rank = 1;
@@ -271,13 +276,18 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
     if (etp_column)
       out += fmt::format("{:>3} ", cand.plan[Dim::ep] > 1 ? std::to_string(expert_tp_of(cand.plan))
                                                           : std::string("-"));
-    out += fmt::format(
-        "{:>4} {:>5} {:>4} {:>3}  {:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% "
-        "{:>8.1f} ",
-        cand.plan[Dim::pp], cand.plan[Dim::dp], cand.plan.micro_batch, cand.plan.vpp,
-        short_order_string(cand.plan), cand.plan.zero, recompute_string(cand.plan),
-        cand.plan.sequence_parallel ? "on" : "-", e.step_time, thousands(e.tokens_per_s),
-        units::to_TFLOPs(e.model_flops_per_gpu), 100.0 * e.mfu, units::to_GiB(e.memory.total()));
+    out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", cand.plan[Dim::pp], cand.plan[Dim::dp],
+                       cand.plan.micro_batch, cand.plan.vpp);
+    if (split_column) {
+      const bool set = cand.plan.first_stage_layers > 0 || cand.plan.last_stage_layers > 0;
+      const StageLayers split = split_of(cand.plan, ctx.model.spec.layers);
+      out += fmt::format("{:>7}  ", set ? fmt::format("{}/{}", split.first, split.last) : "-");
+    }
+    out += fmt::format("{:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f} ",
+                       short_order_string(cand.plan), cand.plan.zero, recompute_string(cand.plan),
+                       cand.plan.sequence_parallel ? "on" : "-", e.step_time,
+                       thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
+                       100.0 * e.mfu, units::to_GiB(e.memory.total()));
     for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
     out += "\n";
   }

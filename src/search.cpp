@@ -280,15 +280,28 @@ std::optional<LayerTrade> fewest_recomputed_layers(const Cluster& c, const Model
   });
 }
 
+/// Whether a plan's slowest stage (PlanCore::layers_per_stage) can be its last, the one stage
+/// that runs the head. Only then can moving layers from the last stage to the first shorten the
+/// step: the first stage only grows, in compute, activations and parameters.
+bool last_stage_can_be_slowest(const PlanCore& core, const Plan& p, const Model& m) {
+  const StageLayers split = split_of(p, m.spec.layers);
+  return core.layers_per_stage == static_cast<double>(split.last) + m.counts.mtp_layers;
+}
+
 /// SearchOptions::search_split: the plan with layers moved from its last stage to its first, a
 /// step (vpp layers, one with a flexible layout) at a time while the last keeps at least one
 /// step; each that fits goes to `cost` (the first stage's extra layers and activations are
-/// costed as any stage's: the slowest stage and the most loaded one decide).
+/// costed as any stage's: the slowest stage and the most loaded one decide). Nothing moves when
+/// the base plan's slowest stage is not its last, and the moves stop at the first split whose
+/// slowest stage is another: more would only add to that stage.
 template <class Cost>
 void cost_lighter_last_stages(const Cluster& c, const Model& m, const JobSpec& j,
-                              const Calibration& cal, const Plan& base, Cost&& cost) {
+                              const Calibration& cal, const Plan& base, const PlanCore& base_core,
+                              Cost&& cost) {
   const int pp = base[Dim::pp];
-  if (pp < 3 || base.first_stage_layers > 0 || base.last_stage_layers > 0) return;
+  if (pp < 3 || base.first_stage_layers > 0 || base.last_stage_layers > 0 ||
+      !last_stage_can_be_slowest(base_core, base, m))
+    return;
   const StageLayers split = split_of(base, m.spec.layers);
   const std::int64_t step = base.flexible_layout ? 1 : base.vpp;
   for (std::int64_t d = step; split.last - d >= step; d += step) {
@@ -298,6 +311,7 @@ void cost_lighter_last_stages(const Cluster& c, const Model& m, const JobSpec& j
     if (check_plan(c, m, j, v) != PlanError::none) continue;
     const PlanCore core = prepare(c, m, j, v, cal);
     if (core.fits) cost(v, core);
+    if (!last_stage_can_be_slowest(core, v, m)) return;
   }
 }
 
@@ -379,7 +393,7 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               break;
             }
             cost_orders(base, core);
-            if (opt.search_split) cost_lighter_last_stages(c, m, j, cal, base, cost_orders);
+            if (opt.search_split) cost_lighter_last_stages(c, m, j, cal, base, core, cost_orders);
             if (rc != Recompute::full || opt.recompute) continue;  // fixed: every layer
             // Recompute only as many layers as memory needs.
             if (const auto partial = fewest_recomputed_layers(c, m, j, base, cal))

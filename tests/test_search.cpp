@@ -228,3 +228,60 @@ TEST_CASE("searching the split moves layers off a heavy last stage to the first"
   }
   CHECK(moved.evaluated > even.evaluated);
 }
+
+TEST_CASE("the split search moves layers only while the last stage is the slowest") {
+  HeavyHead h;
+  auto& [c, m, j, o] = h;
+  o.recompute = Recompute::none;
+  o.top_k = 100;
+  o.distinct = false;
+  o.search_split = true;
+  const SearchResult moved = search(c, m, j, Calibration{}, o);
+  REQUIRE(!moved.top.empty());
+  const Calibration cal;
+  auto last_slowest = [&](const Plan& p) {
+    const PlanCore core = prepare(c, m, j, p, cal);
+    return core.layers_per_stage ==
+           static_cast<double>(split_of(p, m.spec.layers).last) + m.counts.mtp_layers;
+  };
+  std::int64_t most = 0;
+  for (const Candidate& k : moved.top) {
+    if (k.plan.last_stage_layers == 0) continue;
+    // Each moved split came from one whose last stage was still the slowest.
+    Plan before = k.plan;
+    ++before.last_stage_layers;
+    --before.first_stage_layers;
+    if (before.first_stage_layers == 8) before.first_stage_layers = before.last_stage_layers = 0;
+    CHECK(last_slowest(before));
+    most = std::max(most, k.plan.first_stage_layers);
+  }
+  REQUIRE(most > 8);
+  // The last split costed is the first whose slowest stage is another (or the last keeps one).
+  Plan last = moved.top.front().plan;
+  last.first_stage_layers = most;
+  last.last_stage_layers = 16 - most;
+  CHECK((!last_slowest(last) || last.last_stage_layers == 1));
+}
+
+TEST_CASE("the split search moves nothing when the last stage is not the slowest") {
+  // 30 layers on 4 stages: 7 / 8 x 2 / 7; a small vocabulary leaves the last stage (7 layers and
+  // the logits) lighter than a middle one, so layers moved to the first only add to the step.
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m(test::dense_spec("light-head", 4096, 30, 32, 14336, 32000, true));
+  JobSpec j = test::job(4096, 128);
+  SearchOptions o;
+  o.fixed[Dim::tp] = 1;
+  o.fixed[Dim::pp] = 4;
+  o.micro_batch = 1;
+  o.vpp = 1;
+  o.recompute = Recompute::none;
+  o.top_k = 100;
+  o.distinct = false;
+  const SearchResult even = search(c, m, j, Calibration{}, o);
+  o.search_split = true;
+  const SearchResult moved = search(c, m, j, Calibration{}, o);
+  REQUIRE(!even.top.empty());
+  CHECK(split_of(even.top.front().plan, 30).last == 7);
+  CHECK(moved.evaluated == even.evaluated);
+  for (const Candidate& k : moved.top) CHECK(k.plan.first_stage_layers == 0);
+}

@@ -55,6 +55,12 @@ struct ExportContext {
 /// nullopt-like "?" when no Megatron flag gives this layout.
 [[nodiscard]] std::string megatron_order_flag(const Plan& p, bool& expressible);
 
+/// Megatron-LM's flags for a plan's interleaving and layer split of model `m`, as export
+/// --format megatron writes them (leading space; "" for one stage of even layers):
+/// --num-virtual-stages-per-pipeline-rank, --decoder-first/last-pipeline-num-layers, or
+/// --pipeline-model-parallel-layout when no such flag gives the split.
+[[nodiscard]] std::string megatron_pipeline_args(const Plan& p, const ModelSpec& m);
+
 // One function per format (src/export/<format>.cpp).
 [[nodiscard]] std::string export_ranks_json(const ExportContext& x);
 [[nodiscard]] std::string export_megatron_args(const ExportContext& x);

@@ -27,7 +27,7 @@ struct PlanArgs {
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;  ///< 0: topoplan's split
   std::int64_t max_plans = 500'000'000;
   bool variants = false;
-  bool search_split = false;
+  bool search_split = true;
   bool place = false;
   std::string order;
 };
@@ -159,9 +159,10 @@ Runner register_plan(CLI::App& cmd) {
                  "--decoder-first-pipeline-num-layers; plans it does not fit are left out)");
   cmd.add_option("--last-stage-layers", a->last_stage_layers,
                  "layers on the last pipeline stage (--decoder-last-pipeline-num-layers)");
-  cmd.add_flag("--search-split", a->search_split,
+  cmd.add_flag("--search-split,!--no-search-split", a->search_split,
                "also try moving layers from the last pipeline stage (logits, multi-token "
-               "prediction) to the first (pp 3 and more)");
+               "prediction) to the first when the last is the slowest (pp 3 and more; on by "
+               "default since session 30, --no-search-split for Megatron-LM's even split only)");
   cmd.add_option("--order", a->order, "fix the order string, e.g. tp-dp-pp (default: searched)");
   add_choice_options(cmd, a->choice, true);
   add_inference_options(cmd, a->inf, true);

@@ -178,6 +178,10 @@ std::string dispatcher_args(const Model& m, const JobSpec& j) {
 
 }  // namespace
 
+std::string megatron_pipeline_args(const Plan& p, const ModelSpec& m) {
+  return pipeline_args(p, split_of(p, m.layers), m.mtp_layers);
+}
+
 std::string export_megatron_args(const ExportContext& x) {
   const Plan& p = x.plan;
   const JobSpec& j = x.run.job;
@@ -195,7 +199,7 @@ std::string export_megatron_args(const ExportContext& x) {
       : j.dtype == Dtype::nvfp4 ? "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4"
                                 : fmt::format("--{}", to_string(j.dtype)));
   const StageLayers split = split_of(p, x.run.model.spec.layers);
-  args += pipeline_args(p, split, x.run.model.spec.mtp_layers);
+  args += megatron_pipeline_args(p, x.run.model.spec);
   if (folds_experts(p)) args += fmt::format(" --expert-tensor-parallel-size {}", expert_tp_of(p));
   if (p.sequence_parallel) args += " --sequence-parallel";
   args += overlap_and_data_parallel_args(p, j);
