@@ -24,9 +24,15 @@ std::string where(const Cluster& c, const GroupShape& g) {
 }
 
 std::string plan_words(const Plan& p) {
-  return fmt::format("{} micro-batch {} ({}, ZeRO-{}, recompute {}, sp {})", degrees_string(p),
-                     p.micro_batch, short_order_string(p), p.zero, recompute_string(p),
-                     p.sequence_parallel ? "on" : "off");
+  // Enough to run it again: the interleaving and an explicit split when it has them.
+  const std::string vpp = p.vpp > 1 ? fmt::format(" vpp {}", p.vpp) : "";
+  const std::string split = p.first_stage_layers > 0 || p.last_stage_layers > 0
+                                ? fmt::format(", first / last stage layers {} / {}",
+                                              p.first_stage_layers, p.last_stage_layers)
+                                : "";
+  return fmt::format("{} micro-batch {}{} ({}, ZeRO-{}, recompute {}, sp {}{})", degrees_string(p),
+                     p.micro_batch, vpp, short_order_string(p), p.zero, recompute_string(p),
+                     p.sequence_parallel ? "on" : "off", split);
 }
 
 /// A tier rule fires only when an order that keeps d's groups on a faster tier is materially
