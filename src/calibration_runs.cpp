@@ -132,6 +132,8 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   if (jc.has("recompute_modules"))
     j.recompute_modules = parse_recompute_modules(
         jc.string("recompute_modules"), jc.source() + ": " + jc.path_of("recompute_modules"));
+  if (jc.has("mtp_layers"))
+    j.mtp_layers = static_cast<int>(jc.int_at_least_or("mtp_layers", -1, -1));
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);
   j.eager = jc.boolean_or("eager", false);
   // Runs on part of the cluster (8 of an NVL72 rack's 72 GPUs): "gpus", as --gpus.
@@ -144,13 +146,19 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   return j;
 }
 
-void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model& m,
+void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model& model,
                       const Calibration& cal, CalibrationResult& out, RunExplanation* x) {
   auto jc = r.at("job");
   const SoftwareStack& st =
       find_stack(jc.opt_string("stack").value_or("megatron-core"), r.source());
-  const JobSpec j = run_job(jc, st, r.source());
+  JobSpec j = run_job(jc, st, r.source());
   validate(j, c.gpu());
+  // The multi-token-prediction modules the run trains (job mtp_layers; else the model's own).
+  ModelSpec trained = model.spec;
+  apply_mtp_layers(trained, j, jc.source() + ": " + jc.path_of("mtp_layers"));
+  std::optional<Model> other;
+  if (trained.mtp_layers != model.spec.mtp_layers) other.emplace(trained, r.source());
+  const Model& m = other ? *other : model;
   auto pc = r.at("plan");
   SearchOptions opt;
   opt.fixed[Dim::tp] = static_cast<int>(pc.positive_int("tp"));

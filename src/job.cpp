@@ -8,6 +8,7 @@
 
 #include "detail/names.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/model.hpp"
 #include "topoplan/topology.hpp"
 
 namespace topoplan {
@@ -90,8 +91,11 @@ unsigned parse_recompute_modules(const std::string& s, const std::string& what) 
 
 std::string recompute_modules_string(unsigned modules) {
   std::string out;
-  for (const auto& [b, n] : kRecomputeModuleNames)
-    if (modules & b) out += (out.empty() ? "" : ",") + std::string(n);
+  for (const auto& [b, n] : kRecomputeModuleNames) {
+    if (!(modules & b)) continue;
+    if (!out.empty()) out += ',';
+    out += n;  // appended in place: GCC 12's -Wrestrict misfires on a concatenated temporary
+  }
   return out.empty() ? "none" : out;
 }
 
@@ -115,6 +119,16 @@ void validate(const JobSpec& j) {
                 fmt::format("expected a positive number of parameters up to {} (0: the default), "
                             "got {}",
                             kMaxDpBucketParams, j.dp_bucket_params));
+}
+
+void apply_mtp_layers(ModelSpec& m, JobSpec& j, const std::string& what) {
+  if (j.mtp_layers < -1 || j.mtp_layers > kMaxMtpLayers)
+    throw_input(what, "",
+                fmt::format("expected a whole number of multi-token-prediction modules from 0 to "
+                            "{}, got {}",
+                            kMaxMtpLayers, j.mtp_layers));
+  if (j.mtp_layers >= 0) m.mtp_layers = j.mtp_layers;
+  j.mtp_layers = static_cast<int>(m.mtp_layers);
 }
 
 double format_peak_flops(const GpuSpec& gpu, Dtype d) {

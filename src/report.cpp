@@ -116,9 +116,13 @@ std::string context_line(const RunContext& ctx) {
           : fmt::format("{} x {}", c.gpu_count(), c.gpu().name);
   const std::string down =
       !c.spec().down.empty() ? fmt::format(", {} down", c.spec().down.size()) : std::string();
-  return fmt::format("{} on {} x {} ({}{}), seq {}, global batch {}, {}", ctx.model.spec.name,
+  // Multi-token prediction, when the job trains it (the model's own count, or --mtp-layers).
+  const std::string mtp = ctx.model.spec.mtp_layers > 0
+                              ? fmt::format(", MTP {}", ctx.model.spec.mtp_layers)
+                              : std::string();
+  return fmt::format("{} on {} x {} ({}{}), seq {}, global batch {}, {}{}", ctx.model.spec.name,
                      c.spec().nodes, c.spec().name, gpus, down, ctx.job.seq_len,
-                     ctx.job.global_batch, to_string(ctx.job.dtype));
+                     ctx.job.global_batch, to_string(ctx.job.dtype), mtp);
 }
 
 std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResult& r) {

@@ -338,6 +338,11 @@ TEST_CASE("the rank file carries the plan, the placement and the input fingerpri
   CHECK(back.gpu_of_rank[9] == 1);
   CHECK(*back.cluster == "dgx-h100");
   CHECK(back.cluster_fingerprint->rfind("fnv1a64:", 0) == 0);
+  // The multi-token-prediction count trained travels with the job (session 30).
+  CHECK(!back.mtp_layers);  // a JobSpec no input resolved writes -1: the model's own
+  j.mtp_layers = 0;
+  const std::string none = export_ranks_json(ExportContext{run, p, map, t, opt});
+  CHECK(parse_ranks_json(none, "ranks.json").mtp_layers == 0);
 }
 
 TEST_CASE("an NVL72 rack's trays are the hosts the launcher files start processes on") {
@@ -671,9 +676,9 @@ TEST_CASE("Megatron-LM: MTP layers and recomputed modules are written and read b
   REQUIRE(back.recompute_modules);
   CHECK(*back.recompute_modules == j.recompute_modules);
   CHECK(back.plan.recompute == Recompute::none);  // selective without core_attn: modules only
-  CHECK(std::find(back.model_shape.begin(), back.model_shape.end(),
-                  std::pair<std::string, std::int64_t>{"--mtp-num-layers", 1}) !=
-        back.model_shape.end());
+  // --mtp-num-layers is a training argument: the job's count, not the model's shape (session 30).
+  CHECK(back.mtp_layers == 1);
+  CHECK(read_back("--tensor-model-parallel-size 1").mtp_layers == 0);  // left out: none trained
   // With the attention core recomputed too, core_attn leads the list and reads back selective.
   p.recompute = Recompute::selective;
   const std::string both = megatron_args_for(c, m, j, p);

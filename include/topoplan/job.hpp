@@ -8,6 +8,8 @@
 
 namespace topoplan {
 
+struct ModelSpec;
+
 /// Number formats. Training: bf16, fp16, fp8, which runs the linear layers' matrix multiplies
 /// in FP8 (Transformer Engine's recipe) and keeps bf16 for everything else (activations, attention,
 /// the logits, TP traffic, gradients), or nvfp4, the same with the linear layers' multiplies in
@@ -101,6 +103,10 @@ struct JobSpec {
   /// DeepSeek-V3 recomputes its RMSNorms and MLA up-projections and its MoE SwiGLU outputs (report
   /// sections 3.2.3 and 3.3.2); Megatron-Bridge's DeepSeek recipes set some of them.
   unsigned recompute_modules = 0;
+  /// Multi-token-prediction modules trained (Megatron-LM --mtp-num-layers, a training argument;
+  /// the checkpoint's num_nextn_predict_layers says how many the model has): -1, the model's own.
+  /// apply_mtp_layers sets the model to it before anything is costed and the job to the count.
+  int mtp_layers = -1;
   /// Parameters per data-parallel gradient bucket (Megatron-LM --ddp-bucket-size); 0: Megatron-
   /// core's default, max(Calibration::dp_bucket_params, 1M x the data-parallel size), "larger DP
   /// sizes need larger buckets to ensure collectives do not become latency-bound"
@@ -120,6 +126,11 @@ struct JobSpec {
   int gpus = 0;                ///< GPUs to use (0: the whole cluster)
   double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };
+
+/// The job's multi-token-prediction count applied to the model it trains: `m.mtp_layers` becomes
+/// `j.mtp_layers` when the job gives one (0 trains none), then `j.mtp_layers` the count trained.
+/// InputError naming `what` when the count is below 0 (-1: the model's) or above kMaxMtpLayers.
+void apply_mtp_layers(ModelSpec& m, JobSpec& j, const std::string& what);
 
 /// Bytes per element: NVFP4 and MXFP8 count their block scales (0.5 + 1/16, 1 + 1/32).
 [[nodiscard]] double dtype_bytes(Dtype d);

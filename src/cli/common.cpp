@@ -77,6 +77,9 @@ void add_megatron_tuning(CLI::App& cmd, InputOptions& o) {
       "modules the backward recomputes instead of keeping, comma-separated: layernorm, "
       "mla_up_proj, moe_act (Megatron-core --recompute-modules; with --recompute none or "
       "selective)");
+  cmd.add_option("--mtp-layers", o.mtp_layers,
+                 "multi-token-prediction modules to train (Megatron-LM --mtp-num-layers; 0: none; "
+                 "default or -1: the model's own, num_nextn_predict_layers)");
 }
 
 /// The dispatcher, the bucket size and the recomputed modules: a flag given, else what the plan
@@ -88,6 +91,7 @@ void set_megatron_tuning(const InputOptions& o, const ImportedPlan& f, JobSpec& 
   job.recompute_modules = o.given("--recompute-modules")
                               ? parse_recompute_modules(o.recompute_modules, "--recompute-modules")
                               : f.recompute_modules.value_or(0u);
+  job.mtp_layers = o.given("--mtp-layers") ? o.mtp_layers : f.mtp_layers.value_or(-1);
 }
 
 }  // namespace
@@ -406,6 +410,7 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
                 fmt::format("expected a fraction from 0 to 0.9, got {}", o.memory_headroom));
   job.memory_headroom = o.memory_headroom;
   with_flag_names([&] { validate(job); });
+  apply_mtp_layers(ms, job, o.given("--mtp-layers") ? "--mtp-layers" : "mtp_layers");
   Calibration cal;
   if (!o.calibration.empty()) apply_calibration_file(o.calibration, cal);
   Inputs in{Cluster(cs, cluster_arg), Model(ms, model_arg), job, cal, cluster_arg, model_arg};
@@ -446,6 +451,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--moe-dispatcher",
                                                   "--dp-bucket-params",
                                                   "--recompute-modules",
+                                                  "--mtp-layers",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",
                                                   "--fp8-tp-all-gather",

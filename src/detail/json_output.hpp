@@ -60,7 +60,8 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"cuda_graphs", job.cuda_graphs},
           {"moe_dispatcher", to_string(job.moe_dispatcher)},
           {"dp_bucket_params", job.dp_bucket_params},
-          {"recompute_modules", recompute_modules_string(job.recompute_modules)}};
+          {"recompute_modules", recompute_modules_string(job.recompute_modules)},
+          {"mtp_layers", job.mtp_layers}};
 }
 
 /// The keys job_json writes: what a job object in topoplan's JSON may hold.

@@ -71,11 +71,14 @@ std::vector<std::string> tokenize(const std::string& args, const std::string& so
 
 /// Megatron-LM's model-shape arguments and the field each must equal.
 constexpr std::pair<const char*, std::int64_t ModelSpec::*> kShapeFlags[] = {
-    {"--num-layers", &ModelSpec::layers},         {"--hidden-size", &ModelSpec::hidden},
-    {"--ffn-hidden-size", &ModelSpec::ffn},       {"--num-attention-heads", &ModelSpec::heads},
-    {"--num-query-groups", &ModelSpec::kv_heads}, {"--num-experts", &ModelSpec::experts},
-    {"--moe-router-topk", &ModelSpec::top_k},     {"--moe-ffn-hidden-size", &ModelSpec::expert_ffn},
-    {"--mtp-num-layers", &ModelSpec::mtp_layers}};
+    {"--num-layers", &ModelSpec::layers},
+    {"--hidden-size", &ModelSpec::hidden},
+    {"--ffn-hidden-size", &ModelSpec::ffn},
+    {"--num-attention-heads", &ModelSpec::heads},
+    {"--num-query-groups", &ModelSpec::kv_heads},
+    {"--num-experts", &ModelSpec::experts},
+    {"--moe-router-topk", &ModelSpec::top_k},
+    {"--moe-ffn-hidden-size", &ModelSpec::expert_ffn}};
 
 bool is_shape_flag(const std::string& f) {
   for (const auto& [flag, field] : kShapeFlags)
@@ -140,6 +143,11 @@ bool read_model_flag(const std::string& f, const std::function<const std::string
     out.last_stage_layers = positive(f, value(), source);
   } else if (f == "--pipeline-model-parallel-layout") {
     out.layout = parse_layout(value(), source);
+  } else if (f == "--mtp-num-layers") {  // a training argument: the job's count
+    const std::int64_t n = positive(f, value(), source);
+    if (n > kMaxMtpLayers)
+      throw_input(source, f, fmt::format("expected at most {} modules, got {}", kMaxMtpLayers, n));
+    out.mtp_layers = static_cast<int>(n);
   } else if (is_shape_flag(f)) {
     out.model_shape.emplace_back(f, positive(f, value(), source));
   } else {
@@ -303,20 +311,13 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   if (!saw_tp && tok.empty())
     throw_input(source, "",
                 "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
+  // Without --mtp-num-layers Megatron-LM trains no multi-token prediction, whatever the model's
+  // checkpoint has.
+  if (!out.mtp_layers) out.mtp_layers = 0;
   return out;
 }
 
 void check_against_model(const ImportedPlan& imp, const ModelSpec& m, const std::string& source) {
-  // Megatron-LM trains no multi-token prediction without --mtp-num-layers: arguments that leave
-  // it out train another model than one with MTP modules.
-  const bool mtp_given = std::any_of(imp.model_shape.begin(), imp.model_shape.end(),
-                                     [](const auto& f) { return f.first == "--mtp-num-layers"; });
-  if (m.mtp_layers > 0 && !mtp_given)
-    throw_input(source, "--mtp-num-layers",
-                fmt::format("not given (Megatron-LM then trains no multi-token prediction), but "
-                            "the model planned ({}) has {} module(s): pass --mtp-num-layers {}, "
-                            "or a config.json with num_nextn_predict_layers 0",
-                            m.name, m.mtp_layers, m.mtp_layers));
   for (const auto& [flag, v] : imp.model_shape) {
     std::int64_t has = 0;
     for (const auto& [name, field] : kShapeFlags)

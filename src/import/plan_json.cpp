@@ -122,6 +122,14 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("recompute_modules"))
     out.recompute_modules = parse_recompute_modules(
         c.string("recompute_modules"), c.source() + ": " + c.path_of("recompute_modules"));
+  // The multi-token-prediction modules trained (from session 30; -1 and older files: the
+  // model's own).
+  if (c.has("mtp_layers")) {
+    const std::int64_t n = c.int_at_least_or("mtp_layers", -1, -1);
+    if (n > kMaxMtpLayers)
+      c.fail("mtp_layers", fmt::format("an integer from -1 (the model's) to {}", kMaxMtpLayers));
+    if (n >= 0) out.mtp_layers = static_cast<int>(n);
+  }
   if (c.has("dp_bucket_params")) {
     out.dp_bucket_params = c.int_at_least_or("dp_bucket_params", 0, 0);
     if (*out.dp_bucket_params > kMaxDpBucketParams)

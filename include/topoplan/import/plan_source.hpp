@@ -26,6 +26,9 @@ struct ImportedPlan {
   std::optional<Dtype> dtype;
   std::optional<MoeDispatcher> moe_dispatcher;
   std::optional<unsigned> recompute_modules;  ///< RecomputeModule bits
+  /// Multi-token-prediction modules trained: a plan file's job, or --megatron-args'
+  /// --mtp-num-layers (0 when left out: Megatron-LM then trains none).
+  std::optional<int> mtp_layers;
   /// Megatron's --recompute-modules names core_attn: with --recompute-granularity selective, the
   /// attention core is recomputed (Recompute::selective); without it, only the modules are.
   bool recompute_core_attn = true;
