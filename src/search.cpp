@@ -293,13 +293,15 @@ bool last_stage_can_be_slowest(const PlanCore& core, const Plan& p, const Model&
 /// step; each that fits goes to `cost` (the first stage's extra layers and activations are
 /// costed as any stage's: the slowest stage and the most loaded one decide). Nothing moves when
 /// the base plan's slowest stage is not its last, and the moves stop at the first split whose
-/// slowest stage is another: more would only add to that stage.
+/// slowest stage is another: more would only add to that stage. Nothing moves on a cluster of
+/// mixed GPUs either: there every stage's layers are balanced to its GPU's speed
+/// (balanced_stage_layers), which a first / last split would not change.
 template <class Cost>
 void cost_lighter_last_stages(const Cluster& c, const Model& m, const JobSpec& j,
                               const Calibration& cal, const Plan& base, const PlanCore& base_core,
                               Cost&& cost) {
   const int pp = base[Dim::pp];
-  if (pp < 3 || base.first_stage_layers > 0 || base.last_stage_layers > 0 ||
+  if (pp < 3 || c.mixed() || base.first_stage_layers > 0 || base.last_stage_layers > 0 ||
       !last_stage_can_be_slowest(base_core, base, m))
     return;
   const StageLayers split = split_of(base, m.spec.layers);

@@ -239,10 +239,11 @@ TEST_CASE("the split search moves layers only while the last stage is the slowes
   const SearchResult moved = search(c, m, j, Calibration{}, o);
   REQUIRE(!moved.top.empty());
   const Calibration cal;
-  auto last_slowest = [&](const Plan& p) {
-    const PlanCore core = prepare(c, m, j, p, cal);
+  // (h's members, not the bindings: clang 14 cannot capture structured bindings)
+  auto last_slowest = [&h, &cal](const Plan& p) {
+    const PlanCore core = prepare(h.c, h.m, h.j, p, cal);
     return core.layers_per_stage ==
-           static_cast<double>(split_of(p, m.spec.layers).last) + m.counts.mtp_layers;
+           static_cast<double>(split_of(p, h.m.spec.layers).last) + h.m.counts.mtp_layers;
   };
   std::int64_t most = 0;
   for (const Candidate& k : moved.top) {
