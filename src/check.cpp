@@ -23,16 +23,12 @@ std::string where(const Cluster& c, const GroupShape& g) {
                      g.per_domain[0] == 1 ? "" : "s");
 }
 
-std::string plan_words(const Plan& p) {
-  // Enough to run it again: the interleaving and an explicit split when it has them.
+std::string plan_words(const Plan& p, std::int64_t layers) {
+  // Enough to run it again: the interleaving and an uneven split when it has them.
   const std::string vpp = p.vpp > 1 ? fmt::format(" vpp {}", p.vpp) : "";
-  const std::string split = p.first_stage_layers > 0 || p.last_stage_layers > 0
-                                ? fmt::format(", first / last stage layers {} / {}",
-                                              p.first_stage_layers, p.last_stage_layers)
-                                : "";
   return fmt::format("{} micro-batch {}{} ({}, ZeRO-{}, recompute {}, sp {}{})", degrees_string(p),
                      p.micro_batch, vpp, short_order_string(p), p.zero, recompute_string(p),
-                     p.sequence_parallel ? "on" : "off", split);
+                     p.sequence_parallel ? "on" : "off", split_clause(p, layers));
 }
 
 /// A tier rule fires only when an order that keeps d's groups on a faster tier is materially
@@ -168,8 +164,8 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
           {"gap-to-best", Severity::error,
            fmt::format("step time {:.3f} s is {:.2f}x the best plan topoplan finds, {}: {:.3f} s "
                        "(limit {:.2f}x)",
-                       e.step_time, e.step_time / b, plan_words(r.best_overall->plan), b,
-                       opt.max_gap)});
+                       e.step_time, e.step_time / b,
+                       plan_words(r.best_overall->plan, ctx.model.spec.layers), b, opt.max_gap)});
   }
   return r;
 }

@@ -42,10 +42,10 @@ std::string page(const std::string& title, const std::string& body) {
       esc(title), kStyle, body, kScript);
 }
 
-std::string plan_line(const Plan& p) {
-  return fmt::format("{}, micro-batch {}, vpp {}, order {}, ZeRO-{}, recompute {}, {}",
-                     degrees_string(p), p.micro_batch, p.vpp, order_string(p.order), p.zero,
-                     recompute_string(p),
+std::string plan_line(const Plan& p, std::int64_t layers) {
+  return fmt::format("{}, micro-batch {}, vpp {}, order {}{}, ZeRO-{}, recompute {}, {}",
+                     degrees_string(p), p.micro_batch, p.vpp, order_string(p.order),
+                     split_clause(p, layers), p.zero, recompute_string(p),
                      p.sequence_parallel ? "sequence parallel" : "no sequence parallelism");
 }
 
@@ -54,7 +54,7 @@ std::string summary(const RunContext& ctx, const Plan& p, const Evaluation& e) {
       "<p>{}</p>\n<p>plan: {}</p>\n<p class=\"summary\">step time <b>{:.3f} s</b>, {:.0f} "
       "tokens/s, {:.1f} model TFLOP/s per GPU, MFU <b>{:.1f}%</b>; memory {:.1f} of {:.1f} GiB "
       "per GPU: <span class=\"{}\">{}</span></p>\n",
-      esc(context_line(ctx)), esc(plan_line(p)), e.step_time, e.tokens_per_s,
+      esc(context_line(ctx)), esc(plan_line(p, ctx.model.spec.layers)), e.step_time, e.tokens_per_s,
       units::to_TFLOPs(e.model_flops_per_gpu), 100 * e.mfu, units::to_GiB(e.memory.total()),
       units::to_GiB(ctx.cluster.gpu().memory_bytes), e.fits ? "pass" : "fail",
       e.fits ? "fits" : "does not fit");

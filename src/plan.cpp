@@ -118,6 +118,25 @@ std::int64_t layers_on_stage(const Plan& p, const StageLayers& split, int i) {
   return i == 0 ? split.first : i == p[Dim::pp] - 1 ? split.last : split.middle;
 }
 
+std::string split_string(const Plan& p, std::int64_t layers) {
+  const int pp = p[Dim::pp];
+  if (pp <= 1) return "";
+  if (!p.stage_layers.empty()) {
+    std::string out;
+    for (std::int64_t n : p.stage_layers) out += fmt::format("{}{}", out.empty() ? "" : " / ", n);
+    return out;
+  }
+  const StageLayers s = split_of(p, layers);
+  if (s.even() && p.first_stage_layers <= 0 && p.last_stage_layers <= 0) return "";
+  if (pp == 2) return fmt::format("{} / {}", s.first, s.last);
+  return fmt::format("{} / {} x {} / {}", s.first, s.middle, pp - 2, s.last);
+}
+
+std::string split_clause(const Plan& p, std::int64_t layers) {
+  const std::string s = split_string(p, layers);
+  return s.empty() ? s : fmt::format(", layers per stage {}", s);
+}
+
 std::string recompute_string(const Plan& p) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)
     return fmt::format("block {}", p.recompute_layers);

@@ -140,11 +140,9 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   // An explicit split (given, or found by the split search): the layers per stage and the
   // Megatron-LM flags export writes for it.
   if (w.plan.first_stage_layers > 0 || w.plan.last_stage_layers > 0) {
-    const StageLayers split = split_of(w.plan, ctx.model.spec.layers);
-    const int middles = w.plan[Dim::pp] - 2;
-    out.push_back(fmt::format("layers per stage {}{} / {} (Megatron-LM{})", split.first,
-                              middles > 0 ? fmt::format(" / {} x {}", split.middle, middles) : "",
-                              split.last, megatron_pipeline_args(w.plan, ctx.model.spec)));
+    out.push_back(fmt::format("layers per stage {} (Megatron-LM{})",
+                              split_string(w.plan, ctx.model.spec.layers),
+                              megatron_pipeline_args(w.plan, ctx.model.spec)));
   }
   // The experts' TP, folded or not: the same plan with the other choice.
   if (const auto& o = r.other_expert_tp) {
@@ -395,10 +393,11 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
   const auto& c = ctx.cluster;
   std::string out = "topoplan evaluate: " + context_line(ctx) + "\n";
   out += fmt::format(
-      "plan: {}, micro-batch {}, vpp {}, order {} ({} "
+      "plan: {}, micro-batch {}, vpp {}, order {}{} ({} "
       "microbatches per pipeline per step)\n      ZeRO-{}, recompute {}, sequence "
       "parallelism {}\n\n",
-      degrees_string(p), p.micro_batch, p.vpp, order_string(p.order), e.microbatches, p.zero,
+      degrees_string(p), p.micro_batch, p.vpp, order_string(p.order),
+      split_clause(p, ctx.model.spec.layers), e.microbatches, p.zero,
       p.offload_layers > 0
           ? fmt::format("none ({} layers' activations offloaded to host memory)", p.offload_layers)
           : recompute_string(p),

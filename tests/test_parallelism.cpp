@@ -418,3 +418,26 @@ TEST_CASE("partial recomputation: only as many layers per stage as memory needs"
             .starts_with(
                 fmt::format("recompute_layers: expected a multiple of vpp {}", best.plan.vpp)));
 }
+
+TEST_CASE("reports name an uneven split the same way everywhere: first / middle x count / last") {
+  Plan p;
+  p[Dim::tp] = 8;
+  p[Dim::pp] = 16;
+  CHECK(split_string(p, 126) == "7 / 8 x 14 / 7");  // topoplan's split of an uneven count
+  CHECK(split_clause(p, 126) == ", layers per stage 7 / 8 x 14 / 7");
+  CHECK(split_string(p, 128).empty());  // even and not set: nothing to say
+  p.first_stage_layers = 8;
+  p.last_stage_layers = 8;
+  CHECK(split_string(p, 128) == "8 / 8 x 14 / 8");  // set explicitly: said even when even
+  p[Dim::pp] = 2;
+  p.first_stage_layers = 32;
+  p.last_stage_layers = 29;
+  CHECK(split_string(p, 61) == "32 / 29");
+  p.first_stage_layers = p.last_stage_layers = 0;
+  p[Dim::pp] = 4;
+  p.stage_layers = {10, 10, 30, 30};
+  CHECK(split_string(p, 80) == "10 / 10 / 30 / 30");
+  p[Dim::pp] = 1;
+  p.stage_layers.clear();
+  CHECK(split_clause(p, 80).empty());
+}

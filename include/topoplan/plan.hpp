@@ -125,6 +125,13 @@ struct StageLayers {
 /// The split a plan that passed check_plan runs with (plan_split; the vpp-1 default otherwise).
 [[nodiscard]] StageLayers split_of(const Plan& p, std::int64_t layers);
 
+/// The layers per pipeline stage as reports show them, "4 / 4 x 14 / 1" (first / middle x count /
+/// last; "f / l" at pp 2; each stage's for a plan with stage_layers); "" for one stage and for
+/// an even split the plan does not set.
+[[nodiscard]] std::string split_string(const Plan& p, std::int64_t layers);
+/// ", layers per stage 4 / 4 x 14 / 1" for plan lines; "" when split_string is.
+[[nodiscard]] std::string split_clause(const Plan& p, std::int64_t layers);
+
 /// The recomputation as reports show it: "none", "selective", "full", or "block N" when full
 /// recomputation covers only N layers per stage.
 [[nodiscard]] std::string recompute_string(const Plan& p);
