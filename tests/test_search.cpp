@@ -267,14 +267,9 @@ TEST_CASE("the split search moves layers only while the last stage is the slowes
 TEST_CASE("the split search moves nothing when the last stage is not the slowest") {
   // 30 layers on 4 stages: 7 / 8 x 2 / 7; a small vocabulary leaves the last stage (7 layers and
   // the logits) lighter than a middle one, so layers moved to the first only add to the step.
-  Cluster c = test::preset_cluster("dgx-h100", 4);
-  Model m(test::dense_spec("light-head", 4096, 30, 32, 14336, 32000, true));
-  JobSpec j = test::job(4096, 128);
-  SearchOptions o;
-  o.fixed[Dim::tp] = 1;
-  o.fixed[Dim::pp] = 4;
-  o.micro_batch = 1;
-  o.vpp = 1;
+  HeavyHead h;
+  h.m = Model(test::dense_spec("light-head", 4096, 30, 32, 14336, 32000, true));
+  auto& [c, m, j, o] = h;
   o.recompute = Recompute::none;
   o.top_k = 100;
   o.distinct = false;
