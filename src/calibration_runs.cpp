@@ -187,6 +187,11 @@ void predict_training(const detail::JsonCursor& r, const Cluster& c, const Model
   opt.first_stage_layers = pc.int_at_least_or("first_stage_layers", 1, 0);
   opt.last_stage_layers = pc.int_at_least_or("last_stage_layers", 1, 0);
   opt.top_k = 1;
+  // On a cluster with GPUs left out (server_gpus) the search places its plan; a published run
+  // did not search placements (its ranks went over the GPUs it was given), so no improvement
+  // moves: the best order string or construction over those GPUs. No row's prediction changed
+  // with the moves, and they were most of a fit's time.
+  opt.placement.moves = 0;
   SearchResult res = search(c, m, j, cal, opt);
   const Candidate* best =
       res.top.empty() ? (res.closest_unfit ? &*res.closest_unfit : nullptr) : &res.top.front();
@@ -301,31 +306,40 @@ CalibrationResult row_header(const detail::JsonCursor& r, std::optional<Model>& 
   return res;
 }
 
-void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const ClusterSpec& cs,
-                 const Calibration& cal, CalibrationResult& res, RunExplanation* x) {
+/// Runs `f`; an InputError it throws names row `r` when it does not already. What the planner
+/// rejects names its flag ("tp: 3 does not divide the 512 GPUs"); in a runs file the row is the
+/// place to point at.
+template <typename F>
+void at_row(const detail::JsonCursor& r, F&& f) {
   try {
-    const Cluster c(cs, r.source());
+    f();
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind(r.source() + ":", 0) == 0) throw;
+    throw InputError(input_message(r.source(), r.path(), what));
+  }
+}
+
+void predict_row(const detail::JsonCursor& r, const std::optional<Model>& m, const Cluster& c,
+                 const Calibration& cal, CalibrationResult& res, RunExplanation* x) {
+  at_row(r, [&] {
     if (res.kind == RunKind::collective)
       predict_collective(r, c, cal, res);
     else if (res.kind == RunKind::inference)
       predict_inference(r, c, *m, cal, res, x);
     else
       predict_training(r, c, *m, cal, res, x);
-  } catch (const InputError& e) {
-    // What the planner rejects names its flag ("tp: 3 does not divide the 512 GPUs"); in a runs
-    // file the row is the place to point at.
-    const std::string what = e.what();
-    if (what.rfind(r.source() + ":", 0) == 0) throw;
-    throw InputError(input_message(r.source(), r.path(), what));
-  }
+  });
   if (!res.checked) res.note += "; not checked: " + r.string("why_not_checked");
 }
 
-/// A row's header (what a RowFilter sees) with its model and cluster, read once.
+/// A row's header (what a RowFilter sees) with its model and cluster, read and built once. The
+/// cluster is the calibration's to cost on, never changed by it: kept, its memo of group shapes
+/// serves every later prediction of the row (a fit predicts each row thousands of times).
 struct RowHead {
   CalibrationResult res;
   std::optional<Model> model;
-  ClusterSpec cluster;
+  std::optional<Cluster> cluster;
 };
 
 /// A corpus parsed, and each row's header as it is first read: a fit predicts every row hundreds
@@ -375,7 +389,9 @@ std::shared_ptr<const RowHead> row_head(ParsedCorpus& parsed, const detail::Json
     if (parsed.heads[i]) return parsed.heads[i];
   }
   auto head = std::make_shared<RowHead>();
-  head->res = row_header(r, head->model, head->cluster);
+  ClusterSpec cs;
+  head->res = row_header(r, head->model, cs);
+  at_row(r, [&] { head->cluster.emplace(cs, r.source()); });
   const std::lock_guard<std::mutex> lock(parsed.mu);
   parsed.heads[i] = head;
   return head;
@@ -423,7 +439,7 @@ std::vector<CalibrationResult> run_calibration_where(const Calibration& cal, con
     const auto head = row_head(*parsed, r, i);
     CalibrationResult res = head->res;
     if (keep && !keep(res)) continue;
-    predict_row(r, head->model, head->cluster, cal, res, nullptr);
+    predict_row(r, head->model, *head->cluster, cal, res, nullptr);
     out.push_back(res);
   }
   return out;
@@ -457,7 +473,9 @@ RunExplanation explain_run(const Calibration& cal, const std::string& name,
   RunExplanation x;
   ClusterSpec cs;
   x.result = row_header(r, x.model, cs);
-  predict_row(r, x.model, cs, cal, x.result, &x);
+  std::optional<Cluster> c;
+  at_row(r, [&] { c.emplace(cs, r.source()); });
+  predict_row(r, x.model, *c, cal, x.result, &x);
   return x;
 }
 

@@ -36,19 +36,25 @@ LOW, HIGH, STEPS = 0.2, 0.98, 18  # bisection to 3e-6 of the constant
 
 
 class Calibrate:
-    """Runs `topoplan calibrate` with one constant overridden; rows by name."""
+    """Runs `topoplan calibrate` with one constant overridden; rows by name. Given `names`, only
+    those rows are predicted (a runs file of them: each row's prediction is its own)."""
 
-    def __init__(self, topoplan, runs_json, workdir):
+    def __init__(self, topoplan, corpus, workdir):
         self.base = [topoplan, "calibrate", "--format", "json"]
-        if runs_json:
-            self.base += ["--runs", runs_json]
+        self.corpus = corpus
         self.path = os.path.join(workdir, "calibration.json")
+        self.runs_path = os.path.join(workdir, "runs.json")
 
-    def rows(self, overrides):
+    def rows(self, overrides, names=None):
         with open(self.path, "w") as f:
             json.dump(overrides, f)
-        out = subprocess.run(self.base + ["--calibration", self.path], check=True,
-                             capture_output=True, text=True).stdout
+        runs = self.corpus["runs"]
+        if names is not None:
+            runs = [r for r in runs if r["name"] in names]
+        with open(self.runs_path, "w") as f:
+            json.dump(dict(self.corpus, runs=runs), f)
+        out = subprocess.run(self.base + ["--runs", self.runs_path, "--calibration", self.path],
+                             check=True, capture_output=True, text=True).stdout
         return {r["name"]: r for r in json.loads(out)["runs"]}
 
 
@@ -86,7 +92,7 @@ def solve(calibrate, constant, row):
 
 
 def bisect(calibrate, constant, row):
-    error = lambda v: calibrate.rows({constant: v})[row]["error"]
+    error = lambda v: calibrate.rows({constant: v}, {row})[row]["error"]
     lo, hi = LOW, HIGH
     e_lo, e_hi = error(lo), error(hi)
     if e_lo * e_hi > 0:
@@ -125,7 +131,7 @@ def report(calibrate, base, groups, what):
             print(f"{family:<32} {arch:<9} {precision:<9}: no {constant} in [{LOW}, {HIGH}] "
                   f"reproduces '{names[0]}'; skipped")
             continue
-        fitted = calibrate.rows({constant: value})
+        fitted = calibrate.rows({constant: value}, set(names[1:]))
         b = [abs(base[n]["error"]) for n in names[1:]]
         a = [abs(fitted[n]["error"]) for n in names[1:]]
         before += b
@@ -158,11 +164,12 @@ def main():
     runs_json = args[1] if len(args) > 1 else None
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     with open(runs_json or os.path.join(root, "configs", "calibration", "runs.json")) as f:
-        runs = json.load(f)["runs"]
+        corpus = json.load(f)
+    runs = corpus["runs"]
     groupings = ((False, "family, GPU and precision"),
                  (True, "family, GPU, precision, model, sequence and model-parallel plan"))
     with tempfile.TemporaryDirectory() as workdir:
-        calibrate = Calibrate(topoplan, runs_json, workdir)
+        calibrate = Calibrate(topoplan, corpus, workdir)
         base = calibrate.rows({})
         results = [report(calibrate, base, groups_of(runs, base, same_plan), what)
                    for same_plan, what in groupings]
