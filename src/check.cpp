@@ -155,6 +155,8 @@ CheckResult run_check(const RunContext& ctx, const Plan& plan, const Mapping& ma
   SearchOptions all;
   all.top_k = 1;
   all.search_split = true;  // plan's default: the best plan plan lists first
+  all.zero = opt.best_zero;
+  all.sequence_parallel = opt.best_sequence_parallel;
   SearchResult best = search(c, ctx.model, ctx.job, ctx.cal, all);
   if (!best.top.empty()) {
     r.best_overall = best.top.front();

@@ -54,6 +54,10 @@ struct CheckOptions {
   /// The tier rules fire only when the order they suggest is faster by more than this fraction
   /// (step time, or token latency for inference).
   double tier_min_gain = 0.05;
+  /// What the user's software stack fixes (--stack, as `plan --stack` keeps it): the gap-to-best
+  /// search compares only with plans that stack can run. -1 / unset: searched.
+  int best_zero = -1;
+  std::optional<bool> best_sequence_parallel;
 };
 
 struct CheckResult {

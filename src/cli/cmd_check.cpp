@@ -45,7 +45,10 @@ int run_check_cmd(const CheckArgs& a) {
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
   } else {
     const RunContext ctx = r.in.run();
-    res = run_check(ctx, r.plan, r.mapping, a.rules);
+    CheckOptions rules = a.rules;
+    // The best plan is one the user's stack runs: what --stack fixes (and no flag overrode).
+    apply_stack_choices(a.in, a.plan.choice, rules.best_zero, rules.best_sequence_parallel);
+    res = run_check(ctx, r.plan, r.mapping, rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";
     if (f == "text" && r.placement && res.eval) {  // GPUs down: where the ranks went
       PlacementStats placed = *r.placement;
