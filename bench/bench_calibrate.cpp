@@ -30,7 +30,27 @@ void BM_CalibrateFit(benchmark::State& state) {
   }
 }
 
+/// calibrate --cross-validate: one fit per family left out, every fitted constant, on the
+/// argument's threads (the CLI uses the machine's cores). The README's cross-validation table
+/// test runs it once.
+void BM_CalibrateCrossValidate(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  std::size_t folds = 0;
+  for (auto _ : state) {
+    const CrossValidation cv =
+        cross_validate(Calibration{}, default_fitted_constants(), threads, {}, builtin_runs());
+    folds = cv.folds.size();
+    benchmark::DoNotOptimize(cv);
+  }
+  state.counters["folds"] = static_cast<double>(folds);
+}
+
 }  // namespace
 
 BENCHMARK(BM_CalibrateAllRows)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CalibrateFit)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CalibrateCrossValidate)
+    ->Arg(2)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();

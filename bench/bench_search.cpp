@@ -52,9 +52,10 @@ void BM_EvaluateOnePlan(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-/// A full search; the argument is the thread count.
+/// A full search; the argument is the thread count. `split`: also the layer splits that move
+/// layers off the last pipeline stage (SearchOptions::search_split, on in `plan` by default).
 void run_search(benchmark::State& state, const char* cluster_name, int nodes, const char* model,
-                std::int64_t seq, std::int64_t batch) {
+                std::int64_t seq, std::int64_t batch, bool split = false) {
   Cluster c = cluster(cluster_name, nodes);
   Model m(load_model(model, "bench"));
   JobSpec j;
@@ -63,6 +64,7 @@ void run_search(benchmark::State& state, const char* cluster_name, int nodes, co
   SearchOptions o;
   o.top_k = 10;
   o.threads = static_cast<int>(state.range(0));
+  o.search_split = split;
   std::int64_t plans = 0;
   for (auto _ : state) {
     SearchResult r = search(c, m, j, Calibration{}, o);
@@ -84,6 +86,13 @@ void BM_Search_DeepSeekV3_2048xH800(benchmark::State& s) {
 }
 void BM_Search_Llama405B_131072xH100(benchmark::State& s) {
   run_search(s, "dgx-h100", 16384, "llama3.1-405b", 8192, 2048);
+}
+// The same searches as `plan` runs them by default (the split search on).
+void BM_SearchSplit_Llama405B_16384xH100(benchmark::State& s) {
+  run_search(s, "dgx-h100", 2048, "llama3.1-405b", 8192, 2048, true);
+}
+void BM_SearchSplit_DeepSeekV3_2048xH800(benchmark::State& s) {
+  run_search(s, "hgx-h800", 256, "deepseek-v3", 4096, 1920, true);
 }
 
 /// The placement search (issue 12) on 16,384 H100 (2,048 x dgx-h100) with 16 GPUs down, one in
@@ -136,6 +145,14 @@ BENCHMARK(BM_Search_DeepSeekV3_2048xH800)
     ->UseRealTime();
 BENCHMARK(BM_Search_Llama405B_131072xH100)
     ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SearchSplit_Llama405B_16384xH100)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SearchSplit_DeepSeekV3_2048xH800)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
