@@ -100,6 +100,13 @@ std::string check_json(const RunContext& ctx, const CheckResult& r) {
                                            : ordered_json(nullptr);
   j["best_overall_step_time_s"] =
       r.best_overall ? ordered_json(r.best_overall->eval.step_time) : ordered_json(nullptr);
+  // The two plans themselves (added in session 31), as topoplan.plan/v1 documents: a script can
+  // hand either to `evaluate --plan` or `export --plan`.
+  auto plan_of = [&](const std::optional<Candidate>& c) {
+    return c ? detail::to_json(ctx, c->plan, c->eval) : ordered_json(nullptr);
+  };
+  j["best_same_degrees_plan"] = plan_of(r.best_same_degrees);
+  j["best_overall_plan"] = plan_of(r.best_overall);
   return j.dump(2) + "\n";
 }
 
