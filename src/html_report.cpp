@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -177,23 +178,31 @@ std::string evaluation_sections(const RunContext& ctx, const Plan& p, const Mapp
 }
 
 std::string top_plans(const RunContext& ctx, const SearchResult& r) {
+  // The text table's columns (report.cpp): a split column only when a listed plan sets one.
+  const bool split_column = std::any_of(
+      r.top.begin(), r.top.end(), [](const Candidate& c) { return sets_first_last_split(c.plan); });
   std::string rows;
   const double worst = r.top.empty() ? 1 : r.top.back().eval.step_time;
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     const Candidate& c = r.top[i];
     rows += fmt::format(
-        "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.3f}</td>"
+        "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>{}<td class=\"l\">{}</td>"
+        "<td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td>"
         "<td class=\"l\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"200\" height=\"12\">"
         "<rect width=\"{:.1f}\" height=\"12\" fill=\"#4e79a7\"/></svg></td><td>{:.1f}%</td>"
         "<td>{:.1f}</td></tr>\n",
-        i + 1, esc(degrees_string(c.plan)), c.plan.micro_batch, c.plan.vpp, c.eval.step_time,
-        200 * c.eval.step_time / worst, 100 * c.eval.mfu, units::to_GiB(c.eval.memory.total()));
+        i + 1, esc(degrees_string(c.plan)), c.plan.micro_batch, c.plan.vpp,
+        split_column ? fmt::format("<td>{}</td>", split_cell(c.plan, ctx.model.spec.layers)) : "",
+        short_order_string(c.plan), c.plan.zero, recompute_string(c.plan),
+        c.plan.sequence_parallel ? "on" : "-", c.eval.step_time, 200 * c.eval.step_time / worst,
+        100 * c.eval.mfu, units::to_GiB(c.eval.memory.total()));
   }
   return fmt::format(
       "<h2>Top plans</h2>\n<p>{}</p>\n<table>\n<tr><th>#</th><th class=\"l\">degrees</th>"
-      "<th>mb</th><th>vpp</th><th>step s</th><th class=\"l\">step time</th><th>MFU</th>"
-      "<th>GiB</th></tr>\n{}</table>\n",
-      esc(context_line(ctx)), rows);
+      "<th>mb</th><th>vpp</th>{}<th class=\"l\">order</th><th>ZeRO</th>"
+      "<th class=\"l\">recompute</th><th>sp</th><th>step s</th><th class=\"l\">step time</th>"
+      "<th>MFU</th><th>GiB</th></tr>\n{}</table>\n",
+      esc(context_line(ctx)), split_column ? "<th>split</th>" : "", rows);
 }
 
 }  // namespace

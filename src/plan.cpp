@@ -137,6 +137,16 @@ std::string split_clause(const Plan& p, std::int64_t layers) {
   return s.empty() ? s : fmt::format(", layers per stage {}", s);
 }
 
+bool sets_first_last_split(const Plan& p) {
+  return p.first_stage_layers > 0 || p.last_stage_layers > 0;
+}
+
+std::string split_cell(const Plan& p, std::int64_t layers) {
+  if (!sets_first_last_split(p)) return "-";
+  const StageLayers s = split_of(p, layers);
+  return fmt::format("{}/{}", s.first, s.last);
+}
+
 std::string recompute_string(const Plan& p) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)
     return fmt::format("block {}", p.recompute_layers);

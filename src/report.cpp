@@ -262,7 +262,7 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
   // The first and last stages' layers: a column only when a listed plan sets them (the split
   // search moves layers off the last stage; the others run topoplan's split).
   const bool split_column = std::any_of(top.begin(), top.end(), [](const Candidate& cand) {
-    return cand.plan.first_stage_layers > 0 || cand.plan.last_stage_layers > 0;
+    return sets_first_last_split(cand.plan);
   });
   out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", "pp", "dp", "mb", "vpp");
   if (split_column) out += fmt::format("{:>7}  ", "split");
@@ -280,11 +280,7 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
                                                           : std::string("-"));
     out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", cand.plan[Dim::pp], cand.plan[Dim::dp],
                        cand.plan.micro_batch, cand.plan.vpp);
-    if (split_column) {
-      const bool set = cand.plan.first_stage_layers > 0 || cand.plan.last_stage_layers > 0;
-      const StageLayers split = split_of(cand.plan, ctx.model.spec.layers);
-      out += fmt::format("{:>7}  ", set ? fmt::format("{}/{}", split.first, split.last) : "-");
-    }
+    if (split_column) out += fmt::format("{:>7}  ", split_cell(cand.plan, ctx.model.spec.layers));
     out += fmt::format("{:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f} ",
                        short_order_string(cand.plan), cand.plan.zero, recompute_string(cand.plan),
                        cand.plan.sequence_parallel ? "on" : "-", e.step_time,

@@ -131,6 +131,10 @@ struct StageLayers {
 [[nodiscard]] std::string split_string(const Plan& p, std::int64_t layers);
 /// ", layers per stage 4 / 4 x 14 / 1" for plan lines; "" when split_string is.
 [[nodiscard]] std::string split_clause(const Plan& p, std::int64_t layers);
+/// Whether the plan sets its first or last stage's layers (given, or found by the split search).
+[[nodiscard]] bool sets_first_last_split(const Plan& p);
+/// The plan tables' split cell: "first/last" stage layers when the plan sets them, else "-".
+[[nodiscard]] std::string split_cell(const Plan& p, std::int64_t layers);
 
 /// The recomputation as reports show it: "none", "selective", "full", or "block N" when full
 /// recomputation covers only N layers per stage.

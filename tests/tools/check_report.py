@@ -15,6 +15,7 @@ Chromium and the screenshots are not blank.
 
 import html.parser
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -125,7 +126,38 @@ def check_reports(binary, examples):
                         "expected one replica (16 servers, 128 cells) under 2 MiB")
     if "16 of 1024 servers drawn" not in big:
         problems.append("8,192 GPUs: no note on the servers left out")
+    problems += check_top_plans(binary)
     return problems
+
+
+def check_top_plans(binary):
+    """plan --format html lists each plan's split, order, ZeRO stage and recomputation as the
+    text table does (the default plan lists a split plan among its top 5)."""
+    text = run(binary, "plan", "--top", "5")
+    html = run(binary, "plan", "--top", "5", "--format", "html")
+    lines = text.splitlines()
+    head = next((i for i, l in enumerate(lines) if l.startswith("rank")), None)
+    if head is None:
+        return ["plan: no text table"]
+    cols = lines[head].split()
+    want = []
+    r = cols.index("recompute")
+    for line in lines[head + 1:head + 6]:
+        words = line.split()
+        if words[r + 1].isdigit():  # "block 2", "offload 18": one cell of two words
+            words[r:r + 2] = [" ".join(words[r:r + 2])]
+        f = dict(zip(cols, words))
+        want.append([f.get("split", "-"), f["order"], f["zero"], f["recompute"]])
+    table = html[html.find("<h2>Top plans</h2>"):]
+    table = table[:table.find("</table>")]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr><td>.*?</tr>", table)]
+    if "split" not in header or not any(w[0] != "-" for w in want):
+        return [f"plan html: expected a split column and a split plan, header {header}"]
+    got = [[r[header.index(k)] for k in ("split", "order", "ZeRO", "recompute")] for r in rows]
+    if got != want:
+        return [f"plan html top plans {got} differ from the text table's {want}"]
+    return []
 
 
 def png_pixels(path):
