@@ -197,6 +197,7 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   }
   for (const auto& alt : alts)
     if (!best || inference_ranks_before(alt, *best, Objective::latency)) best = &alt;
+  if (best) r.best_same_degrees_serving = *best;
   constexpr Dim i = Dim::tp;
   if (plan[Dim::tp] > 1) {
     const InferenceCandidate* keep = nullptr;  // the fastest order with a smaller TP span
@@ -234,6 +235,7 @@ CheckResult run_inference_check(const InferenceContext& ctx, const Plan& plan,
   InferenceSearchResult overall = search_inference(c, ctx.model, ctx.job, ctx.cal, all);
   if (!overall.top.empty()) {
     const auto& b = overall.top.front();
+    r.best_overall_serving = b;
     if (e.token_latency > opt.max_gap * b.eval.token_latency)
       r.findings.push_back(
           {"gap-to-best", Severity::error,

@@ -88,6 +88,12 @@ std::string check_json(const InferenceContext& ctx, const CheckResult& r) {
   auto j = findings_json(r);
   j["plan"] =
       r.inference ? detail::to_json(ctx, r.plan, *r.inference) : nlohmann::ordered_json(nullptr);
+  // As training's (added in session 31): the plans the two comparisons used.
+  auto plan_of = [&](const std::optional<InferenceCandidate>& c) {
+    return c ? detail::to_json(ctx, c->plan, c->eval) : nlohmann::ordered_json(nullptr);
+  };
+  j["best_same_degrees_plan"] = plan_of(r.best_same_degrees_serving);
+  j["best_overall_plan"] = plan_of(r.best_overall_serving);
   return j.dump(2) + "\n";
 }
 

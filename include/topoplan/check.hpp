@@ -67,6 +67,9 @@ struct CheckResult {
   std::vector<Finding> findings;
   std::optional<Candidate> best_same_degrees;  ///< the best order for the same choices
   std::optional<Candidate> best_overall;
+  /// Inference checks: the fastest order of the same degrees, and the best plan overall.
+  std::optional<InferenceCandidate> best_same_degrees_serving;
+  std::optional<InferenceCandidate> best_overall_serving;
   [[nodiscard]] bool passed() const;  ///< no error-severity finding
 };
 
