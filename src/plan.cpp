@@ -94,8 +94,7 @@ std::optional<StageLayers> plan_split(const Plan& p, std::int64_t layers) {
     if (sum != layers) return std::nullopt;
     return StageLayers{p.stage_layers.front(), middle, p.stage_layers.back()};
   }
-  if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0)
-    return pipeline_split(layers, pp, p.vpp, p.flexible_layout);
+  if (!sets_first_last_split(p)) return pipeline_split(layers, pp, p.vpp, p.flexible_layout);
   const std::int64_t f = p.first_stage_layers, l = p.last_stage_layers, v = p.vpp;
   // Each stage's layers: a multiple of vpp, or (flexible layout) at least vpp, the first and last
   // at least vpp - 1 (one chunk the embedding's or the loss's alone).
@@ -127,7 +126,7 @@ std::string split_string(const Plan& p, std::int64_t layers) {
     return out;
   }
   const StageLayers s = split_of(p, layers);
-  if (s.even() && p.first_stage_layers <= 0 && p.last_stage_layers <= 0) return "";
+  if (s.even() && !sets_first_last_split(p)) return "";
   if (pp == 2) return fmt::format("{} / {}", s.first, s.last);
   return fmt::format("{} / {} x {} / {}", s.first, s.middle, pp - 2, s.last);
 }

@@ -126,7 +126,7 @@ std::string describe_pp_layers(const Model& m, const Plan& p) {
         "{} layers, got {}",
         p[Dim::pp], p.vpp, p.flexible_layout || p.vpp == 1 ? "" : " (multiples of vpp)",
         m.spec.name, m.spec.layers, fmt::join(p.stage_layers, " "));
-  if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+  if (sets_first_last_split(p))
     return fmt::format(
         "pp: {} layers on the first stage and {} on the last leave no equal "
         "share of {}'s {} layers for the other {} stages{}",

@@ -139,7 +139,7 @@ std::vector<std::string> explain_winner(const RunContext& ctx, const SearchResul
   }
   // An explicit split (given, or found by the split search): the layers per stage and the
   // Megatron-LM flags export writes for it.
-  if (w.plan.first_stage_layers > 0 || w.plan.last_stage_layers > 0) {
+  if (sets_first_last_split(w.plan)) {
     out.push_back(fmt::format("layers per stage {} (Megatron-LM{})",
                               split_string(w.plan, ctx.model.spec.layers),
                               megatron_pipeline_args(w.plan, ctx.model.spec)));
@@ -487,7 +487,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
   j["micro_batch"] = p.micro_batch;
   j["vpp"] = p.vpp;
-  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+  if (sets_first_last_split(p)) {
     j["first_stage_layers"] = p.first_stage_layers;
     j["last_stage_layers"] = p.last_stage_layers;
   }

@@ -301,7 +301,7 @@ void cost_lighter_last_stages(const Cluster& c, const Model& m, const JobSpec& j
                               const Calibration& cal, const Plan& base, const PlanCore& base_core,
                               Cost&& cost) {
   const int pp = base[Dim::pp];
-  if (pp < 3 || c.mixed() || base.first_stage_layers > 0 || base.last_stage_layers > 0 ||
+  if (pp < 3 || c.mixed() || sets_first_last_split(base) ||
       !last_stage_can_be_slowest(base_core, base, m))
     return;
   const StageLayers split = split_of(base, m.spec.layers);

@@ -16,7 +16,7 @@ std::string export_ranks_json(const ExportContext& x) {
   for (Dim d : kDefaultOrder) plan[to_string(d)] = x.plan[d];
   plan["micro_batch"] = x.plan.micro_batch;
   plan["vpp"] = x.plan.vpp;
-  if (x.plan.first_stage_layers > 0 || x.plan.last_stage_layers > 0) {
+  if (sets_first_last_split(x.plan)) {
     plan["first_stage_layers"] = x.plan.first_stage_layers;
     plan["last_stage_layers"] = x.plan.last_stage_layers;
   }
