@@ -69,6 +69,12 @@ nlohmann::ordered_json findings_json(const CheckResult& r) {
   return j;
 }
 
+/// A compared plan as its JSON document (training or serving), or null where there is none.
+template <class Context, class Compared>
+nlohmann::ordered_json plan_or_null(const Context& ctx, const std::optional<Compared>& c) {
+  return c ? detail::to_json(ctx, c->plan, c->eval) : nlohmann::ordered_json(nullptr);
+}
+
 }  // namespace
 
 std::string check_text(const InferenceContext& ctx, const CheckResult& r) {
@@ -89,11 +95,8 @@ std::string check_json(const InferenceContext& ctx, const CheckResult& r) {
   j["plan"] =
       r.inference ? detail::to_json(ctx, r.plan, *r.inference) : nlohmann::ordered_json(nullptr);
   // As training's (added in session 31): the plans the two comparisons used.
-  auto plan_of = [&](const std::optional<InferenceCandidate>& c) {
-    return c ? detail::to_json(ctx, c->plan, c->eval) : nlohmann::ordered_json(nullptr);
-  };
-  j["best_same_degrees_plan"] = plan_of(r.best_same_degrees_serving);
-  j["best_overall_plan"] = plan_of(r.best_overall_serving);
+  j["best_same_degrees_plan"] = plan_or_null(ctx, r.best_same_degrees_serving);
+  j["best_overall_plan"] = plan_or_null(ctx, r.best_overall_serving);
   return j.dump(2) + "\n";
 }
 
@@ -108,11 +111,8 @@ std::string check_json(const RunContext& ctx, const CheckResult& r) {
       r.best_overall ? ordered_json(r.best_overall->eval.step_time) : ordered_json(nullptr);
   // The two plans themselves (added in session 31), as topoplan.plan/v1 documents: a script can
   // hand either to `evaluate --plan` or `export --plan`.
-  auto plan_of = [&](const std::optional<Candidate>& c) {
-    return c ? detail::to_json(ctx, c->plan, c->eval) : ordered_json(nullptr);
-  };
-  j["best_same_degrees_plan"] = plan_of(r.best_same_degrees);
-  j["best_overall_plan"] = plan_of(r.best_overall);
+  j["best_same_degrees_plan"] = plan_or_null(ctx, r.best_same_degrees);
+  j["best_overall_plan"] = plan_or_null(ctx, r.best_overall);
   return j.dump(2) + "\n";
 }
 
