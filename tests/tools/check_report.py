@@ -141,11 +141,11 @@ def check_top_plans(binary):
         return ["plan: no text table"]
     cols = lines[head].split()
     want = []
-    r = cols.index("recompute")
+    rc = cols.index("recompute")
     for line in lines[head + 1:head + 6]:
         words = line.split()
-        if words[r + 1].isdigit():  # "block 2", "offload 18": one cell of two words
-            words[r:r + 2] = [" ".join(words[r:r + 2])]
+        if words[rc + 1].isdigit():  # "block 2", "offload 18": one cell of two words
+            words[rc:rc + 2] = [" ".join(words[rc:rc + 2])]
         f = dict(zip(cols, words))
         want.append([f.get("split", "-"), f["order"], f["zero"], f["recompute"]])
     table = html[html.find("<h2>Top plans</h2>"):]
