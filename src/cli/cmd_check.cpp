@@ -39,7 +39,7 @@ int run_check_cmd(const CheckArgs& a) {
   if (a.inf.enabled) {
     if (f == "html" || f == "svg")
       throw_input("--format", "", fmt::format("{}: applies to training checks only", f));
-    InferenceJob job = inference_job(io, a.inf);
+    InferenceJob job = inference_job(io, a.inf, r.serving);
     InferenceContext ctx{r.in.cluster, r.in.model, job, r.in.cal};
     res = run_inference_check(ctx, r.plan, r.mapping, a.rules);
     text = f == "json" ? check_json(ctx, res) : f == "text" ? check_text(ctx, res) : "";

@@ -25,7 +25,7 @@ int run_inference_evaluate(const EvaluateArgs& a) {
   InputOptions io = a.in;
   io.inference = true;
   Resolved r = resolve_plan(io, a.plan);
-  InferenceJob job = inference_job(io, a.inf);
+  InferenceJob job = inference_job(io, a.inf, r.serving);
   PlanError err = check_inference_plan(r.in.cluster, r.in.model, r.plan);
   if (err != PlanError::none) throw_plan_error(err, r);
   InferenceEval e = evaluate_inference(r.in.cluster, r.in.model, job, r.plan, r.mapping, r.in.cal);

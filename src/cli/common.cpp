@@ -315,19 +315,30 @@ void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search) {
   }
 }
 
-InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o) {
+InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o,
+                           const std::optional<ImportedWorkload>& from) {
   InferenceJob j;
   constexpr std::int64_t kMax = kMaxJobCount;  // tokens and sequences, as training's
-  for (auto [flag, v] : {std::pair{"--prompt-len", o.prompt_len},
-                         std::pair{"--output-len", o.output_len}, std::pair{"--batch", o.batch}})
+  auto count = [&](const char* flag, std::int64_t v, const std::optional<std::int64_t>& recorded) {
+    if (!io.given(flag) && recorded) return *recorded;  // checked when the file was read
     if (v < 1 || v > kMax)
       throw_input(flag, "", fmt::format("expected a positive integer up to {}, got {}", kMax, v));
-  j.prompt_len = o.prompt_len;
-  j.output_len = o.output_len;
-  j.batch = o.batch;
-  j.weight_dtype = parse_serving_dtype(io.dtype, "--dtype");
-  j.kv_dtype = o.kv_dtype.empty() ? j.weight_dtype : parse_serving_dtype(o.kv_dtype, "--kv-dtype");
-  j.runtime = parse_runtime(o.runtime, "--runtime");
+    return v;
+  };
+  const ImportedWorkload none;
+  const ImportedWorkload& f = from ? *from : none;
+  j.prompt_len = count("--prompt-len", o.prompt_len, f.prompt_len);
+  j.output_len = count("--output-len", o.output_len, f.output_len);
+  j.batch = count("--batch", o.batch, f.batch);
+  j.weight_dtype = !io.given("--dtype") && f.weight_dtype
+                       ? *f.weight_dtype
+                       : parse_serving_dtype(io.dtype, "--dtype");
+  // The KV cache follows the weights unless --kv-dtype, or the file with no --dtype, says.
+  j.kv_dtype = !o.kv_dtype.empty()                  ? parse_serving_dtype(o.kv_dtype, "--kv-dtype")
+               : f.kv_dtype && !io.given("--dtype") ? *f.kv_dtype
+                                                    : j.weight_dtype;
+  j.runtime =
+      parse_runtime(!io.given("--runtime") && f.runtime ? *f.runtime : o.runtime, "--runtime");
   if (o.max_token_latency_ms < 0 || o.max_ttft_ms < 0)
     throw_input("--max-token-latency-ms/--max-ttft-ms", "", "expected a positive number of ms");
   return j;

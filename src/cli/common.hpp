@@ -132,6 +132,8 @@ struct Resolved {
   Mapping mapping;
   /// Set when the placement search placed the plan (GPUs down).
   std::optional<PlacementStats> placement = std::nullopt;
+  /// A serving plan file's workload (--plan with a topoplan.inference/v1 file).
+  std::optional<ImportedWorkload> serving = std::nullopt;
 };
 
 /// Set by SIGINT/SIGTERM (main.cpp): a running search stops and nothing is written.
@@ -147,8 +149,10 @@ void add_plan_under_test_options(CLI::App& cmd, InputOptions& in, PlanOptions& p
                                  InferenceOptions* inf);
 /// `search`: also the objective and the latency bounds (plan).
 void add_inference_options(CLI::App& cmd, InferenceOptions& o, bool search);
-/// The inference workload; the weights' format is --dtype (bf16, fp16 or fp8).
-[[nodiscard]] InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o);
+/// The inference workload; the weights' format is --dtype (bf16, fp16 or fp8). A flag given wins,
+/// then what a serving plan file records (`from`), then the flag's default.
+[[nodiscard]] InferenceJob inference_job(const InputOptions& io, const InferenceOptions& o,
+                                         const std::optional<ImportedWorkload>& from = {});
 /// `formats` lists the accepted --format values; the first is the default.
 void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats);
 

@@ -120,6 +120,10 @@ std::optional<ImportedPlan> imported_plan(const PlanOptions& po, std::string& so
   return std::nullopt;
 }
 
+std::optional<ImportedWorkload> serving_of(const std::optional<ImportedPlan>& imp) {
+  return imp ? imp->serving : std::nullopt;
+}
+
 }  // namespace
 
 Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
@@ -129,6 +133,10 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     throw_input(source, "",
                 fmt::format("the plan comes from here: drop {}", fmt::join(flags, ", ")));
 
+  if (imp && imp->serving && !io.inference)
+    throw_input(source, "schema",
+                "a serving plan (topoplan.inference/v1): evaluate and check read it with "
+                "--inference");
   Inputs in = load_inputs(io, imp ? &*imp : nullptr);
   if (imp) check_against_model(*imp, in.model.spec, source);
   if (in.job.gpus > in.cluster.gpu_count())
@@ -156,6 +164,12 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
                               *imp->layers_per_virtual_stage, per_rank));
     p.vpp = static_cast<int>(per_rank / *imp->layers_per_virtual_stage);
   }
+  // Serving uses every GPU: a serving plan's degrees must cover the cluster it is read on.
+  if (imp && imp->serving && p.world() != gpus)
+    throw_input(source, "dp",
+                fmt::format("tp {} x pp {} x dp {} = {} GPUs, but the cluster has {} (serving "
+                            "uses every GPU; --nodes sets the cluster's size)",
+                            p[Dim::tp], p[Dim::pp], p[Dim::dp], p.world(), gpus));
   // A plan file made on part of the cluster (--gpus N) reads back on that part.
   if (imp && dp_given && in.job.gpus == 0 && !down && p.world() < in.cluster.gpu_count()) {
     in.job.gpus = static_cast<int>(p.world());
@@ -187,9 +201,9 @@ Resolved resolve_plan(const InputOptions& io, const PlanOptions& po) {
     Placement pl = place(in.cluster, in.model, in.job, p, in.cal);
     p = pl.plan;
     mapping = Mapping::with_devices(p, std::move(pl.devices));
-    return Resolved{std::move(in), p, std::move(mapping), pl.stats};
+    return Resolved{std::move(in), p, std::move(mapping), pl.stats, serving_of(imp)};
   }
-  return Resolved{std::move(in), p, std::move(mapping)};
+  return Resolved{std::move(in), p, std::move(mapping), std::nullopt, serving_of(imp)};
 }
 
 }  // namespace topoplan::cli

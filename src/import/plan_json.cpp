@@ -7,6 +7,8 @@
 #include "detail/json_input.hpp"
 #include "detail/json_output.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/inference.hpp"
+#include "topoplan/inference_report.hpp"
 
 namespace topoplan {
 namespace {
@@ -52,53 +54,53 @@ void read_specs(const detail::JsonCursor& c, ImportedPlan& out) {
   }
 }
 
+/// The inputs every result document names first (detail::put_inputs), then `more`.
+std::vector<std::string_view> with_input_keys(std::initializer_list<std::string_view> more) {
+  std::vector<std::string_view> out{"schema", "model", "cluster",      "gpu",
+                                    "nodes",  "gpus",  "cluster_spec", "model_spec"};
+  out.insert(out.end(), more);
+  return out;
+}
+
 /// The keys of a topoplan.plan/v1 object (README "JSON output"): what topoplan writes is read
 /// back without a warning; anything else is named, with the closest key.
 void warn_unknown_plan_keys(const detail::JsonCursor& c) {
-  c.warn_unknown_keys({"schema",
-                       "model",
-                       "cluster",
-                       "gpu",
-                       "nodes",
-                       "gpus",
-                       "cluster_spec",
-                       "model_spec",
-                       "job",
-                       "tp",
-                       "cp",
-                       "ep",
-                       "dp",
-                       "pp",
-                       "micro_batch",
-                       "vpp",
-                       "microbatches",
-                       "order",
-                       "zero",
-                       "recompute",
-                       "sequence_parallel",
-                       "recompute_layers",
-                       "offload_layers",
-                       "expert_tp",
-                       "first_stage_layers",
-                       "last_stage_layers",
-                       "stage_layers",
-                       "fits",
-                       "infeasible_reason",
-                       "step_time_s",
-                       "tokens_per_s",
-                       "model_tflops_per_gpu",
-                       "mfu",
-                       "mfu_format_peak",
-                       "memory_gib_per_gpu",
-                       "breakdown",
-                       "compute_split",
-                       "communication",
-                       "memory_gib",
-                       "source",
-                       "note",
-                       "placement",
-                       "even_split_step_time_s",
-                       "expected_error"});
+  c.warn_unknown_keys(with_input_keys({"job",
+                                       "tp",
+                                       "cp",
+                                       "ep",
+                                       "dp",
+                                       "pp",
+                                       "micro_batch",
+                                       "vpp",
+                                       "microbatches",
+                                       "order",
+                                       "zero",
+                                       "recompute",
+                                       "sequence_parallel",
+                                       "recompute_layers",
+                                       "offload_layers",
+                                       "expert_tp",
+                                       "first_stage_layers",
+                                       "last_stage_layers",
+                                       "stage_layers",
+                                       "fits",
+                                       "infeasible_reason",
+                                       "step_time_s",
+                                       "tokens_per_s",
+                                       "model_tflops_per_gpu",
+                                       "mfu",
+                                       "mfu_format_peak",
+                                       "memory_gib_per_gpu",
+                                       "breakdown",
+                                       "compute_split",
+                                       "communication",
+                                       "memory_gib",
+                                       "source",
+                                       "note",
+                                       "placement",
+                                       "even_split_step_time_s",
+                                       "expected_error"}));
 }
 
 void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
@@ -167,6 +169,69 @@ void read_placement(const detail::JsonCursor& c, ImportedPlan& out) {
   }
 }
 
+/// The keys of a topoplan.inference/v1 object (README "Inference"): what evaluate --inference and
+/// plan --inference write is read back without a warning.
+void warn_unknown_inference_keys(const detail::JsonCursor& c) {
+  c.warn_unknown_keys(with_input_keys({"workload",
+                                       "tp",
+                                       "pp",
+                                       "ep",
+                                       "dp",
+                                       "replicas",
+                                       "order",
+                                       "fits",
+                                       "ttft_ms",
+                                       "token_latency_ms",
+                                       "end_to_end_ms",
+                                       "tokens_per_s",
+                                       "tokens_per_s_per_gpu",
+                                       "decode_tokens_per_s",
+                                       "comm_share",
+                                       "decode_ms",
+                                       "prefill_ms",
+                                       "tp_algorithm",
+                                       "tp_protocol",
+                                       "tiers",
+                                       "memory_gib",
+                                       "expected_error"}));
+}
+
+/// A serving plan: its degrees, inputs and workload ("workload": prompt_len, output_len, batch,
+/// weight_dtype, kv_dtype, runtime).
+void read_inference_plan(const detail::JsonCursor& c, ImportedPlan& out) {
+  warn_unknown_inference_keys(c);
+  for (Dim d : {Dim::tp, Dim::ep, Dim::dp, Dim::pp})
+    out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
+  if (c.has("order"))
+    out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
+  if (c.has("cluster")) out.cluster = c.string("cluster");
+  if (c.has("model")) out.model = c.string("model");
+  if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
+  read_specs(c, out);
+  ImportedWorkload& w = out.serving.emplace();
+  if (!c.has("workload")) return;
+  const auto wc = c.at("workload");
+  wc.warn_unknown_keys(
+      {"prompt_len", "output_len", "batch", "weight_dtype", "kv_dtype", "runtime"});
+  auto count = [&](const char* key, std::optional<std::int64_t>& v) {
+    if (!wc.has(key)) return;
+    v = wc.positive_int(key);
+    if (*v > kMaxJobCount) wc.fail(key, fmt::format("a positive integer up to {}", kMaxJobCount));
+  };
+  count("prompt_len", w.prompt_len);
+  count("output_len", w.output_len);
+  count("batch", w.batch);
+  const auto where = [&](const char* key) { return wc.source() + ": " + wc.path_of(key); };
+  if (wc.has("weight_dtype"))
+    w.weight_dtype = parse_serving_dtype(wc.string("weight_dtype"), where("weight_dtype"));
+  if (wc.has("kv_dtype"))
+    w.kv_dtype = parse_serving_dtype(wc.string("kv_dtype"), where("kv_dtype"));
+  if (wc.has("runtime")) {
+    w.runtime = wc.string("runtime");
+    (void)parse_runtime(*w.runtime, where("runtime"));
+  }
+}
+
 }  // namespace
 
 ImportedPlan parse_plan_json(const std::string& text, const std::string& source) {
@@ -176,12 +241,23 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   if (schema == "topoplan.ranks/v1") return parse_ranks_json(text, source);
   ImportedPlan out;
   detail::JsonCursor c = top;
+  if (schema == kInferenceSchema || schema == kInferenceSearchSchema) {
+    if (schema == kInferenceSearchSchema) {
+      auto plans = top.at("plans");
+      if (plans.array_size() == 0) plans.fail_here("expected at least one plan (none fitted)");
+      c = plans.at(std::size_t{0});
+    }
+    read_inference_plan(c, out);
+    return out;
+  }
   if (schema == "topoplan.search/v1") {
     auto plans = top.at("plans");
     if (plans.array_size() == 0) plans.fail_here("expected at least one plan (nothing fitted)");
     c = plans.at(std::size_t{0});
   } else if (schema != "topoplan.plan/v1") {
-    top.fail("schema", "\"topoplan.plan/v1\", \"topoplan.search/v1\" or \"topoplan.ranks/v1\"");
+    top.fail("schema",
+             "\"topoplan.plan/v1\", \"topoplan.search/v1\", \"topoplan.ranks/v1\", "
+             "\"topoplan.inference/v1\" or \"topoplan.inference-search/v1\"");
   }
   warn_unknown_plan_keys(c);
   read_plan_fields(c, out);

@@ -11,6 +11,14 @@
 
 namespace topoplan {
 
+/// A serving plan's workload, as a topoplan.inference/v1 object writes it ("workload"). Fields
+/// the file leaves out stay unset; a flag given wins over each.
+struct ImportedWorkload {
+  std::optional<std::int64_t> prompt_len, output_len, batch;
+  std::optional<Dtype> weight_dtype, kv_dtype;
+  std::optional<std::string> runtime;  ///< a runtime name, checked when read
+};
+
 struct ImportedPlan {
   Plan plan;
   bool dp_given = true;           ///< false: dp = GPUs / (tp x cp x pp), from the cluster
@@ -49,6 +57,9 @@ struct ImportedPlan {
   bool cpu_offloading = false;                   ///< Megatron --cpu-offloading
   std::optional<int> cpu_offloading_num_layers;  ///< --cpu-offloading-num-layers
   std::optional<std::string> cluster_fingerprint, model_fingerprint, job_fingerprint;
+  /// Set when the file is a serving plan (topoplan.inference/v1, or the first plan of a
+  /// topoplan.inference-search/v1 report): read with --inference only.
+  std::optional<ImportedWorkload> serving;
 };
 
 }  // namespace topoplan
