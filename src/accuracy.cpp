@@ -31,13 +31,16 @@ AccuracyBand measure(const Regime& want) {
   std::vector<CalibrationResult> rows;
   AccuracyBand out;
   for (const auto& r : all) {
-    if (gap(r))
+    if (gap(r)) {
       out.known_gap.add(r);  // checked or not
-    else
-      rows.push_back(r);
+      continue;
+    }
+    if (!want.model.empty() && r.model == want.model) ++out.model_checked_runs;
+    rows.push_back(r);
   }
   out.measured = true;
   if (out.known_gap.runs > 0) out.model = want.model;
+  if (out.known_gap.runs == 0) out.model_checked_runs = 0;
   // Narrowest first: kind, architecture, precision and model type; kind, architecture and model
   // type; kind and model type; kind. Dense runs say nothing of an MoE model's error (its
   // all-to-all and expert layers), nor the reverse.

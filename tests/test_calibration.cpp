@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -246,6 +248,52 @@ TEST_CASE("expected error: a model whose published runs are shown, not checked, 
             {RunKind::inference, Arch::blackwell_ultra, Precision::fp8, true, "gpt-oss-120b"},
             Calibration{})
             .known_gap.runs == 0);
+}
+
+TEST_CASE("calibrate prints what the not-checked held-back rows miss by, beside the summary") {
+  const auto rows = run_calibration(Calibration{});
+  // Recount by hand: the held-back rows shown but not checked, and every held-back row.
+  ErrorSummary unchecked, all;
+  for (const auto& r : rows) {
+    if (!r.held_out) continue;
+    all.add(r);
+    if (!r.checked) unchecked.add(r);
+  }
+  REQUIRE(unchecked.runs >= 7);  // three GPT-OSS rows, four MLPerf v6.0 DeepSeek-V3 GB200 rows
+  const CalibrationSummary s = summarize(rows);
+  CHECK(s.held_out_not_checked.runs == unchecked.runs);
+  CHECK(s.held_out_not_checked.mean == Approx(unchecked.mean));
+  CHECK(s.held_out_all.runs == s.held_out.runs + unchecked.runs);
+  CHECK(s.held_out_all.mean == Approx(all.mean));
+  CHECK(s.held_out_all.mean > s.held_out.mean);  // the rows left out are the ones missed
+  const std::string text = calibration_report(rows, "table");
+  CHECK(text.find(fmt::format("held back, not checked: {} runs; mean absolute error {:.2f}%",
+                              unchecked.runs, 100 * unchecked.mean)) != std::string::npos);
+  CHECK(text.find(fmt::format("counted with them, held back: mean {:.2f}%", 100 * all.mean)) !=
+        std::string::npos);
+  const auto j = nlohmann::json::parse(calibration_report(rows, "json"));
+  CHECK(j.at("held_out_not_checked_runs") == unchecked.runs);
+  CHECK(j.at("held_out_all_max_abs_error").get<double>() == Approx(all.worst));
+}
+
+TEST_CASE("expected error: a gap in some of a model's runs names them, not the whole model") {
+  // DeepSeek-V3: four MLPerf v6.0 GB200 rows shown, not checked; its other rows checked.
+  int missed = 0, checked = 0;
+  for (const auto& r : run_calibration(Calibration{}))
+    if (r.kind == RunKind::training && r.model == "deepseek-v3" && r.held_out)
+      ++(r.checked ? checked : missed);
+  REQUIRE(missed == 4);
+  REQUIRE(checked >= 3);
+  const AccuracyBand b = accuracy_band(
+      {RunKind::training, Arch::hopper, Precision::fp8, true, "deepseek-v3"}, Calibration{});
+  CHECK(b.known_gap.runs == missed);
+  CHECK(b.model_checked_runs == checked);  // the report's line says so (test_report.cpp)
+  // gpt-oss-120b has no checked run: the whole model is flagged.
+  const AccuracyBand oss = accuracy_band(
+      {RunKind::training, Arch::blackwell_ultra, Precision::fp8, true, "gpt-oss-120b"},
+      Calibration{});
+  CHECK(oss.known_gap.runs >= 3);
+  CHECK(oss.model_checked_runs == 0);
 }
 
 TEST_CASE("the corpus: at least 40 training runs and 10 inference runs, each with its source") {

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -57,6 +59,32 @@ TEST_CASE(
   const std::string text = evaluation_text(ctx, p, e);
   CHECK(text.find("published training runs of gpt-oss-120b") != std::string::npos);
   CHECK(text.find("not to be trusted") != std::string::npos);
+}
+
+TEST_CASE("evaluate names the runs of a model it misses when its other runs are checked") {
+  Cluster c = test::preset_cluster("gb200-nvl72", 4);
+  Model m = test::preset_model("deepseek-v3");
+  JobSpec j;
+  j.seq_len = 4096;
+  j.global_batch = 4096;
+  j.dtype = Dtype::mxfp8;
+  j.gpus = 256;
+  Plan p = test::plan(1, 4, 64);
+  p[Dim::ep] = 64;
+  p.vpp = 4;
+  Evaluation e = evaluate(c, m, j, p, Mapping::from_order(p), Calibration{});
+  const RunContext ctx{c, m, j, Calibration{}};
+  auto doc = nlohmann::json::parse(evaluation_json(ctx, p, e));
+  const auto& gap = doc["expected_error"]["known_gap"];
+  REQUIRE(gap.is_object());
+  const int missed = gap["runs"].get<int>(), checked = gap["checked_runs"].get<int>();
+  CHECK(missed == 4);  // MLPerf v6.0's DeepSeek-V3 runs on GB200
+  CHECK(checked >= 3);
+  const std::string text = evaluation_text(ctx, p, e);
+  CHECK(text.find(fmt::format("missed {} of the {} published training runs of deepseek-v3", missed,
+                              missed + checked)) != std::string::npos);
+  CHECK(text.find(fmt::format("its other {} are checked", checked)) != std::string::npos);
+  CHECK(text.find("not to be trusted") == std::string::npos);
 }
 
 TEST_CASE("the plan report explains the winner and names the tiers") {

@@ -29,6 +29,9 @@ struct AccuracyBand {
   /// `why_not_checked`): their error, whatever the band above says. No runs: no known gap.
   ErrorSummary known_gap;
   std::string model;  ///< whose runs `known_gap` counts
+  /// With a known gap: the same model's held-back runs that are checked (its other
+  /// configurations, counted in their bands): the gap is in some configurations, not all.
+  int model_checked_runs = 0;
 };
 
 /// Fewest held-back runs a band stands on before it is widened.
