@@ -150,7 +150,11 @@ CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConst
 }
 
 CalibrationFit fit_calibration(const Calibration& start, std::vector<FittedConstant> keys,
-                               const RowFilter& keep, const RunCorpus& corpus) {
+                               const RowFilter& wanted, const RunCorpus& corpus) {
+  // A row shown but not checked counts in no error (summarize): the fit never predicts it.
+  const RowFilter keep = [&](const CalibrationResult& r) {
+    return r.checked && (!wanted || wanted(r));
+  };
   const FitRows rows{keep, corpus};
   CalibrationFit out;
   out.cal = start;
