@@ -30,17 +30,20 @@ AccuracyBand measure(const Regime& want) {
       });
   std::vector<CalibrationResult> rows;
   AccuracyBand out;
+  int same_model = 0;  // the model's own checked runs
   for (const auto& r : all) {
     if (gap(r)) {
       out.known_gap.add(r);  // checked or not
       continue;
     }
-    if (!want.model.empty() && r.model == want.model) ++out.model_checked_runs;
+    if (!want.model.empty() && r.model == want.model) ++same_model;
     rows.push_back(r);
   }
   out.measured = true;
-  if (out.known_gap.runs > 0) out.model = want.model;
-  if (out.known_gap.runs == 0) out.model_checked_runs = 0;
+  if (out.known_gap.runs > 0) {
+    out.model = want.model;
+    out.model_checked_runs = same_model;
+  }
   // Narrowest first: kind, architecture, precision and model type; kind, architecture and model
   // type; kind and model type; kind. Dense runs say nothing of an MoE model's error (its
   // all-to-all and expert layers), nor the reverse.

@@ -49,28 +49,34 @@ AccuracyBand detail::band_for(const InferenceContext& ctx) {
       ctx.cal);
 }
 
+namespace {
+
+/// The expected-error line's clause on a model whose published runs the corpus shows but does not
+/// check: some configurations (its other runs are checked), or the whole model. "" when none.
+std::string known_gap_clause(const AccuracyBand& b) {
+  if (b.known_gap.runs == 0) return "";
+  const std::string kind = b.basis.substr(0, b.basis.find(','));
+  const double mean = 100.0 * b.known_gap.mean, worst = 100.0 * b.known_gap.worst;
+  if (b.model_checked_runs > 0)
+    return fmt::format(
+        "; but topoplan missed {} of the {} published {} runs of {} by {:.1f}% on average, "
+        "{:.1f}% at worst (shown, not checked; its other {} are checked): compare your "
+        "configuration with those runs (topoplan calibrate) before trusting its step time",
+        b.known_gap.runs, b.known_gap.runs + b.model_checked_runs, kind, b.model, mean, worst,
+        b.model_checked_runs);
+  return fmt::format(
+      "; but topoplan missed the {} published {} run{} of {} by {:.1f}% on average, {:.1f}% at "
+      "worst (shown, not checked): its step times for this model are not to be trusted",
+      b.known_gap.runs, kind, b.known_gap.runs == 1 ? "" : "s", b.model, mean, worst);
+}
+
+}  // namespace
+
 std::string detail::accuracy_line(const AccuracyBand& b) {
   if (!b.measured)
     return "expected error: not measured for these calibration constants (topoplan calibrate "
            "--calibration FILE measures them)";
-  const std::string kind = b.basis.substr(0, b.basis.find(','));
-  const std::string gap =
-      b.known_gap.runs == 0 ? std::string()
-      // The model's other published runs are checked: the gap is in some of its configurations.
-      : b.model_checked_runs > 0
-          ? fmt::format(
-                "; but topoplan missed {} of the {} published {} runs of {} by {:.1f}% on "
-                "average, {:.1f}% at worst (shown, not checked; its other {} are checked): "
-                "compare your configuration with those runs (topoplan calibrate) before trusting "
-                "its step time",
-                b.known_gap.runs, b.known_gap.runs + b.model_checked_runs, kind, b.model,
-                100.0 * b.known_gap.mean, 100.0 * b.known_gap.worst, b.model_checked_runs)
-          : fmt::format(
-                "; but topoplan missed the {} published {} run{} of {} by {:.1f}% on "
-                "average, {:.1f}% at worst (shown, not checked): its step times for "
-                "this model are not to be trusted",
-                b.known_gap.runs, kind, b.known_gap.runs == 1 ? "" : "s", b.model,
-                100.0 * b.known_gap.mean, 100.0 * b.known_gap.worst);
+  const std::string gap = known_gap_clause(b);
   return fmt::format(
       "expected error: {:.1f}% mean, {:.1f}% worst, {:.1f}% {} on average, on the {} published {} "
       "runs held back from the fit{} (topoplan calibrate){}",
