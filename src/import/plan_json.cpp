@@ -42,8 +42,12 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   out.plan.expert_tp = static_cast<int>(c.int_at_least_or("expert_tp", 1, 0));
 }
 
-/// "cluster_spec" and "model_spec", kept as text with their location for the loaders.
-void read_specs(const detail::JsonCursor& c, ImportedPlan& out) {
+/// What the plan was made for: "cluster", "model", "nodes", and "cluster_spec" and "model_spec",
+/// kept as text with their location for the loaders.
+void read_inputs(const detail::JsonCursor& c, ImportedPlan& out) {
+  if (c.has("cluster")) out.cluster = c.string("cluster");
+  if (c.has("model")) out.model = c.string("model");
+  if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
   if (c.has("cluster_spec")) {
     out.cluster_spec = c.node().at("cluster_spec").dump();
     out.cluster_spec_source = c.source() + ": " + c.path_of("cluster_spec");
@@ -204,10 +208,7 @@ void read_inference_plan(const detail::JsonCursor& c, ImportedPlan& out) {
     out.plan[d] = static_cast<int>(c.int_at_least_or(to_string(d), 1, 1));
   if (c.has("order"))
     out.plan.order = parse_order(c.string("order"), c.source() + ": " + c.path_of("order"));
-  if (c.has("cluster")) out.cluster = c.string("cluster");
-  if (c.has("model")) out.model = c.string("model");
-  if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
-  read_specs(c, out);
+  read_inputs(c, out);
   ImportedWorkload& w = out.serving.emplace();
   if (!c.has("workload")) return;
   const auto wc = c.at("workload");
@@ -261,15 +262,12 @@ ImportedPlan parse_plan_json(const std::string& text, const std::string& source)
   }
   warn_unknown_plan_keys(c);
   read_plan_fields(c, out);
-  if (c.has("cluster")) out.cluster = c.string("cluster");
-  if (c.has("model")) out.model = c.string("model");
-  if (c.has("nodes")) out.nodes = static_cast<int>(c.positive_int("nodes"));
+  read_inputs(c, out);
   if (c.has("job")) {
     const auto job = c.at("job");
     job.warn_unknown_keys(detail::job_json_keys());
     read_job(job, out);
   }
-  read_specs(c, out);
   if (c.has("placement")) read_placement(c.at("placement"), out);
   return out;
 }
@@ -285,11 +283,8 @@ ImportedPlan parse_ranks_json(const std::string& text, const std::string& source
     top.fail("world_size", fmt::format("tp x cp x dp x pp = {}", out.plan.world()));
   if (top.has("inputs")) {
     auto in = top.at("inputs");
-    if (in.has("cluster")) out.cluster = in.string("cluster");
-    if (in.has("model")) out.model = in.string("model");
-    if (in.has("nodes")) out.nodes = static_cast<int>(in.positive_int("nodes"));
+    read_inputs(in, out);
     read_job(in, out);
-    read_specs(in, out);
   }
   if (top.has("fingerprints")) {
     auto f = top.at("fingerprints");
