@@ -143,6 +143,8 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
       jc.boolean_or("flexible_pipeline_layout", jc.has("stack") && st.flexible_pipeline_layout);
   j.activation_offload =
       jc.boolean_or("activation_offload", jc.has("stack") && st.activation_offload);
+  j.recompute_module_search =
+      jc.boolean_or("recompute_module_search", jc.has("stack") && st.recompute_modules);
   return j;
 }
 
@@ -418,7 +420,8 @@ void warn_unknown_run_keys(const RunCorpus& corpus) {
     };
     // A run's job: what plan files record, and the settings only a run states.
     std::vector<std::string_view> job = detail::job_json_keys();
-    job.insert(job.end(), {"stack", "gpus", "flexible_pipeline_layout", "activation_offload"});
+    job.insert(job.end(), {"stack", "gpus", "flexible_pipeline_layout", "activation_offload",
+                           "recompute_module_search"});
     inner("job", job);
     inner("plan",
           {"tp", "pp", "dp", "cp", "ep", "expert_tp", "order", "zero", "recompute",

@@ -178,7 +178,7 @@ LayerWork layer_work(const Model& m, const JobSpec& j, const Plan& p, const Cali
   if (p.recompute == Recompute::full) elements += e_h + e_f + e_s;
   if (p.recompute == Recompute::selective) elements += e_s;
   if (p.recompute == Recompute::selective_op) elements += e_h + e_f;
-  const unsigned modules = p.recompute == Recompute::full ? 0u : j.recompute_modules;
+  const unsigned modules = recomputed_modules(j, p);
   elements += recomputed_module_elements(m, p, modules);
   const double hbm = gpu.hbm_bandwidth * cal.hbm_efficiency;
 
@@ -242,6 +242,7 @@ StageCompute stage_compute(const Model& m, const JobSpec& j, const Plan& p, cons
   if (p.recompute == Recompute::full && again < layers) {  // partial: some layers keep theirs
     Plan kept = p;
     kept.recompute = Recompute::none;
+    kept.recompute_modules = 0;
     JobSpec unmoduled = j;  // full granularity recomputes no modules in the layers it keeps
     unmoduled.recompute_modules = 0;
     const LayerWork k = layer_work(m, unmoduled, kept, cal, gpu);

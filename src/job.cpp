@@ -99,6 +99,10 @@ std::string recompute_modules_string(unsigned modules) {
   return out.empty() ? "none" : out;
 }
 
+unsigned recomputed_modules(const JobSpec& j, const Plan& p) {
+  return p.recompute == Recompute::full ? 0u : j.recompute_modules | p.recompute_modules;
+}
+
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }
 
 Dtype parse_dtype(const std::string& s, const std::string& what) {

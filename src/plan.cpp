@@ -7,6 +7,7 @@
 
 #include "detail/names.hpp"
 #include "topoplan/error.hpp"
+#include "topoplan/job.hpp"
 
 namespace topoplan {
 
@@ -146,11 +147,13 @@ std::string split_cell(const Plan& p, std::int64_t layers) {
   return fmt::format("{}/{}", s.first, s.last);
 }
 
-std::string recompute_string(const Plan& p) {
+std::string recompute_string(const Plan& p, unsigned job_modules) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)
     return fmt::format("block {}", p.recompute_layers);
-  if (p.offload_layers > 0) return fmt::format("offload {}", p.offload_layers);
-  return to_string(p.recompute);
+  const unsigned modules = p.recompute == Recompute::full ? 0u : p.recompute_modules | job_modules;
+  const std::string more = modules != 0 ? "+" + recompute_modules_string(modules) : "";
+  if (p.offload_layers > 0) return fmt::format("offload {}{}", p.offload_layers, more);
+  return to_string(p.recompute) + more;
 }
 
 std::string degrees_string(const Plan& p, bool with_dp) {

@@ -281,8 +281,12 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
   });
   out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", "pp", "dp", "mb", "vpp");
   if (split_column) out += fmt::format("{:>7}  ", "split");
-  out += fmt::format("{:<14} {:>4} {:<9} {:>3}  {:>9} {:>11} {:>8} {:>6} {:>8} ", "order", "zero",
-                     "recompute", "sp", "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
+  // The recompute column is as wide as its longest entry ("none+layernorm,moe_act").
+  std::size_t rc_width = 9;
+  for (const auto& cand : top) rc_width = std::max(rc_width, recompute_string(cand.plan).size());
+  out +=
+      fmt::format("{:<14} {:>4} {:<{}} {:>3}  {:>9} {:>11} {:>8} {:>6} {:>8} ", "order", "zero",
+                  "recompute", rc_width, "sp", "step s", "tokens/s", "TFLOP/s", "MFU", "mem GiB");
   for (Dim d : tiers) out += fmt::format(" {:<7}", fmt::format("{} on", to_string(d)));
   out += "\n";
   int rank = 1;
@@ -296,9 +300,9 @@ std::string plans_table(const RunContext& ctx, const std::vector<Candidate>& top
     out += fmt::format("{:>4} {:>5} {:>4} {:>3}  ", cand.plan[Dim::pp], cand.plan[Dim::dp],
                        cand.plan.micro_batch, cand.plan.vpp);
     if (split_column) out += fmt::format("{:>7}  ", split_cell(cand.plan, ctx.model.spec.layers));
-    out += fmt::format("{:<14} {:>4} {:<9} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f} ",
+    out += fmt::format("{:<14} {:>4} {:<{}} {:>3}  {:>9.3f} {:>11} {:>8.1f} {:>5.1f}% {:>8.1f} ",
                        short_order_string(cand.plan), cand.plan.zero, recompute_string(cand.plan),
-                       cand.plan.sequence_parallel ? "on" : "-", e.step_time,
+                       rc_width, cand.plan.sequence_parallel ? "on" : "-", e.step_time,
                        thousands(e.tokens_per_s), units::to_TFLOPs(e.model_flops_per_gpu),
                        100.0 * e.mfu, units::to_GiB(e.memory.total()));
     for (Dim d : tiers) out += fmt::format(" {:<7}", span_name(ctx.cluster, e.shapes[d]));
@@ -411,7 +415,7 @@ std::string evaluation_text(const RunContext& ctx, const Plan& p, const Evaluati
       split_clause(p, ctx.model.spec.layers), e.microbatches, p.zero,
       p.offload_layers > 0
           ? fmt::format("none ({} layers' activations offloaded to host memory)", p.offload_layers)
-          : recompute_string(p),
+          : recompute_string(p, ctx.job.recompute_modules),
       p.sequence_parallel ? "on" : "off");
   out += fmt::format(
       "step time {:.3f} s   tokens/s {}   model TFLOP/s per GPU {:.1f}   MFU "
@@ -513,6 +517,8 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["recompute"] = to_string(p.recompute);
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
   if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
+  if (recomputed_modules(JobSpec{}, p) != 0)
+    j["recompute_modules"] = recompute_modules_string(p.recompute_modules);
   if (expert_tp_of(p) != p[Dim::tp]) j["expert_tp"] = expert_tp_of(p);
   j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;

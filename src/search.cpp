@@ -36,6 +36,8 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
     return a.plan.recompute_layers < b.plan.recompute_layers;
   if (a.plan.offload_layers != b.plan.offload_layers)
     return a.plan.offload_layers < b.plan.offload_layers;
+  if (a.plan.recompute_modules != b.plan.recompute_modules)
+    return a.plan.recompute_modules < b.plan.recompute_modules;
   if (a.plan.sequence_parallel != b.plan.sequence_parallel) return !a.plan.sequence_parallel;
   const int pa = order_preference(a.plan), pb = order_preference(b.plan);
   if (pa != pb) return pa < pb;
@@ -84,6 +86,7 @@ bool equivalent(const Candidate& a, const Candidate& b) {
          a.plan.recompute == b.plan.recompute &&
          a.plan.recompute_layers == b.plan.recompute_layers &&
          a.plan.offload_layers == b.plan.offload_layers &&
+         a.plan.recompute_modules == b.plan.recompute_modules &&
          a.plan.sequence_parallel == b.plan.sequence_parallel &&
          a.eval.step_time == b.eval.step_time && a.eval.memory.total() == b.eval.memory.total();
 }
@@ -210,7 +213,9 @@ Choices choices_for(const Model& m, const JobSpec& j, const SearchOptions& opt, 
     vpps = {opt.vpp};
   } else {
     vpps = {1};
-    for (std::int64_t v = 2; pp > 1 && v * pp <= m.spec.layers && v <= kMaxSearchedVpp; ++v)
+    // A flexible layout lets the first and the last stage hold one chunk fewer than vpp layers.
+    const std::int64_t chunks = m.spec.layers + (j.flexible_pipeline_layout ? 2 : 0);
+    for (std::int64_t v = 2; pp > 1 && v * pp <= chunks && v <= kMaxSearchedVpp; ++v)
       if (pipeline_split(m.spec.layers, pp, static_cast<int>(v), j.flexible_pipeline_layout))
         vpps.push_back(static_cast<int>(v));
   }
@@ -333,6 +338,27 @@ std::optional<LayerTrade> fewest_offloaded_layers(const Cluster& c, const Model&
   });
 }
 
+/// Without full recomputation not fitting: the plan with the fewest more modules recomputed
+/// (Megatron-core's --recompute-modules, Plan::recompute_modules) that fits, adding them in the
+/// order of their cost per byte they free: the norms' outputs (an element-wise pass again), the
+/// MoE experts' SwiGLU output (one more), MLA's up-projected Q, K and V (matmuls again). Only
+/// modules the model has and the job does not recompute already; nullopt when none is left or
+/// even all of them do not fit.
+std::optional<LayerTrade> fewest_recomputed_modules(const Cluster& c, const Model& m,
+                                                    const JobSpec& j, const Plan& base,
+                                                    const Calibration& cal) {
+  Plan p = base;
+  for (const unsigned module : {kRecomputeLayernorm, kRecomputeMoeAct, kRecomputeMlaUpProj}) {
+    if ((j.recompute_modules & module) || (module == kRecomputeMoeAct && !m.spec.moe()) ||
+        (module == kRecomputeMlaUpProj && !m.spec.mla()))
+      continue;
+    p.recompute_modules |= module;
+    LayerTrade t{p, prepare(c, m, j, p, cal)};
+    if (t.core.fits) return t;
+  }
+  return std::nullopt;
+}
+
 /// Costs every choice for one set of degrees: the order-independent core once per choice, each
 /// order's communication from shapes computed once per order. Memory prunes before the orders,
 /// and a micro-batch that does not fit ends the larger ones.
@@ -377,6 +403,13 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
               if (const auto off = fewest_offloaded_layers(c, m, j, base, cal)) {
                 cost_orders(off->plan, off->core);
                 continue;  // a larger micro-batch may fit with more layers offloaded
+              }
+            }
+            if (!core.fits && rc != Recompute::full && !opt.recompute &&
+                j.recompute_module_search) {
+              if (const auto more = fewest_recomputed_modules(c, m, j, base, cal)) {
+                cost_orders(more->plan, more->core);
+                continue;  // a larger micro-batch may fit with more modules recomputed
               }
             }
             if (!core.fits) {

@@ -74,6 +74,7 @@ void add_searched(const Cluster& c, const Model& m, const JobSpec& j, const Cali
              o.plan.zero == cand.plan.zero && o.plan.recompute == cand.plan.recompute &&
              o.plan.recompute_layers == cand.plan.recompute_layers &&
              o.plan.offload_layers == cand.plan.offload_layers &&
+             o.plan.recompute_modules == cand.plan.recompute_modules &&
              o.plan.sequence_parallel == cand.plan.sequence_parallel;
     });
     if (!seen) pool.push_back(std::move(cand));

@@ -12,12 +12,12 @@ namespace {
 // clang-format off
 // What each stack is and where its settings come from: the README's table (--stack).
 constexpr std::array<SoftwareStack, 5> kStacks{{
-    // name            flash  fa2    tp ovl  fp8 AG  grad ovl  gather ovl  pp ovl  ZeRO  sequence parallel  flexible layout  offload
-    {"megatron-core",  true,  false, false,  false,  true,     true,       true,   -1,   std::nullopt,      true,            true},
-    {"megatron-2021",  false, false, false,  false,  false,    false,      false,  0,    false,             false,           false},
-    {"nemo",           true,  false, true,   false,  true,     true,       true,   1,    true,              false,           true},
-    {"torchtitan",     true,  true,  false,  true,   true,     false,      true,   3,    true,              false,           false},
-    {"deepspeed",      true,  false, false,  false,  true,     false,      false,  1,    false,             false,           false},
+    // name            flash  fa2    tp ovl  fp8 AG  grad ovl  gather ovl  pp ovl  ZeRO  sequence parallel  flexible layout  offload  modules
+    {"megatron-core",  true,  false, false,  false,  true,     true,       true,   -1,   std::nullopt,      true,            true,    true},
+    {"megatron-2021",  false, false, false,  false,  false,    false,      false,  0,    false,             false,           false,   false},
+    {"nemo",           true,  false, true,   false,  true,     true,       true,   1,    true,              false,           true,    true},
+    {"torchtitan",     true,  true,  false,  true,   true,     false,      true,   3,    true,              false,           false,   false},
+    {"deepspeed",      true,  false, false,  false,  true,     false,      false,  1,    false,             false,           false,   false},
 }};
 // clang-format on
 

@@ -126,7 +126,7 @@ double layer_activation_bytes(const Model& m, const JobSpec& j, const Plan& p, R
   // full recomputation (Megatron's modules belong to selective granularity), also for the layers
   // a partial one keeps.
   double saved = 0;
-  const unsigned modules = p.recompute == Recompute::full ? 0u : j.recompute_modules;
+  const unsigned modules = recomputed_modules(j, p);
   if (modules & kRecomputeLayernorm) saved += 2.0 * q * tokens * h / sp_div;
   if ((modules & kRecomputeMlaUpProj) && m.spec.mla()) {
     const auto& s = m.spec;

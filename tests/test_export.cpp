@@ -684,6 +684,17 @@ TEST_CASE("Megatron-LM: MTP layers and recomputed modules are written and read b
   const std::string both = megatron_args_for(c, m, j, p);
   CHECK_THAT(both, Catch::Contains("--recompute-modules core_attn layernorm"));
   CHECK(read_back(both).plan.recompute == Recompute::selective);
+  // Modules the search added to the plan (Plan::recompute_modules) are written with the job's,
+  // in Megatron-core's order, and read back as the job's: the same recomputation.
+  JobSpec ln = j;
+  ln.recompute_modules = kRecomputeLayernorm;
+  Plan added = p;
+  added.recompute_modules = kRecomputeMoeAct;
+  const std::string merged = megatron_args_for(c, m, ln, added);
+  CHECK_THAT(merged, Catch::Contains("--recompute-modules core_attn layernorm moe_act"));
+  CHECK(*read_back(merged).recompute_modules == (kRecomputeLayernorm | kRecomputeMoeAct));
+  added.recompute = Recompute::full;  // full granularity: the modules are moot, none written
+  CHECK_THAT(megatron_args_for(c, m, JobSpec(j), added), !Catch::Contains("--recompute-modules"));
   // A layout string puts the MTP layer before the loss; m reads back as no decoder layer.
   p.recompute = Recompute::none;
   p.first_stage_layers = p.last_stage_layers = 0;

@@ -392,7 +392,9 @@ TEST_CASE("partial recomputation: only as many layers per stage as memory needs"
   // Megatron-LM's block method: the 405B plan above with every layer recomputed fits with room to
   // spare; without recomputation it does not. The search recomputes the fewest model chunks
   // (multiples of vpp layers) per stage that fit, and that plan is faster than recomputing all.
-  const Run405b run;
+  // Without the recomputed modules the megatron-core stack adds otherwise (the next test).
+  Run405b run;
+  run.j.recompute_module_search = false;
   const auto& [c, m, j] = run;
   const Candidate best = run.search_tp8_pp16().top.front();
   REQUIRE(best.plan.recompute == Recompute::full);
@@ -417,6 +419,46 @@ TEST_CASE("partial recomputation: only as many layers per stage as memory needs"
   CHECK(describe(PlanError::recompute_layers, c, m, j, uneven)
             .starts_with(
                 fmt::format("recompute_layers: expected a multiple of vpp {}", best.plan.vpp)));
+}
+
+TEST_CASE("the search recomputes the norms where that alone makes an interleaved plan fit") {
+  // The 405B plan with one layer per model chunk (vpp 8: 7 / 8 x 14 / 7 layers, 126 of 128 chunks
+  // used, a flexible layout): without recomputation it needs more than 80 GiB; recomputing the
+  // two norms' outputs (Megatron-core's --recompute-modules layernorm) frees them and fits, at
+  // the cost of two element-wise passes, far less than recomputing whole layers.
+  Run405b run;
+  const auto& [c, m, j] = run;
+  Plan p;
+  p[Dim::tp] = 8;
+  p[Dim::pp] = 16;
+  p[Dim::dp] = 64;
+  p.vpp = 8;
+  p.sequence_parallel = true;
+  p.flexible_layout = true;
+  REQUIRE(check_plan(c, m, j, p) == PlanError::none);
+  CHECK_FALSE(prepare(c, m, j, p, Calibration{}).fits);
+  Plan norms = p;
+  norms.recompute_modules = kRecomputeLayernorm;
+  const Evaluation e = evaluate(c, m, j, norms, Mapping::from_order(norms), Calibration{});
+  CHECK(e.fits);
+  CHECK(recompute_string(norms) == "none+layernorm");
+  CHECK(e.memory.activations < prepare(c, m, j, p, Calibration{}).memory.activations);
+  // The search finds it (vpp 8 although 8 x 16 chunks exceed the 126 layers) and ranks it first;
+  // with the search of modules off it does not, and its best plan is slower.
+  const Candidate best = run.search_tp8_pp16().top.front();
+  CHECK(best.plan.vpp == 8);
+  CHECK(best.plan.recompute_modules == kRecomputeLayernorm);
+  CHECK(best.plan.recompute != Recompute::full);
+  CHECK(best.eval.fits);
+  run.j.recompute_module_search = false;
+  const Candidate without = run.search_tp8_pp16().top.front();
+  CHECK(without.plan.recompute_modules == 0);
+  CHECK(best.eval.step_time < without.eval.step_time);
+  // A job that recomputes the norms already adds nothing.
+  JobSpec has = j;
+  has.recompute_modules = kRecomputeLayernorm;
+  run.j = has;
+  CHECK(run.search_tp8_pp16().top.front().plan.recompute_modules == 0);
 }
 
 TEST_CASE("reports name an uneven split the same way everywhere: first / middle x count / last") {

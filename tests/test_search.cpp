@@ -130,12 +130,14 @@ TEST_CASE("partial recomputation in whole chunks also when a flexible layout's c
   // Llama 3.1 405B on 16,384 H100, TP 8 x PP 16 x DP 128, vpp 6: 126 layers as 7 / 8 x 14 / 7,
   // so a middle stage's 8 layers sit in chunks of 2, 2, 1, 1, 1, 1. Without recomputation the
   // activations do not fit; recomputing one layer of each chunk (Megatron's block method with
-  // --recompute-num-layers 1: 6 of the 8) does, and beats recomputing all 8.
+  // --recompute-num-layers 1: 6 of the 8) does, and beats recomputing all 8 (without the
+  // recomputed modules the search may add instead: --no-recompute-module-search).
   Cluster c = test::preset_cluster("dgx-h100", 2048);
   Model m = test::preset_model("llama3.1-405b");
   JobSpec j;
   j.seq_len = 8192;
   j.global_batch = 2048;
+  j.recompute_module_search = false;
   SearchOptions o;
   o.fixed[Dim::tp] = 8;
   o.fixed[Dim::cp] = 1;

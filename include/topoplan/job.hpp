@@ -123,6 +123,9 @@ struct JobSpec {
   /// The search may offload activations to host memory (Plan::offload_layers) where the GPU has a
   /// host link; the stack has it (Megatron-core, NeMo).
   bool activation_offload = true;
+  /// The search may recompute Megatron-core's modules (Plan::recompute_modules) where a plan fits
+  /// only without their outputs; the stack has --recompute-modules (Megatron-core, NeMo).
+  bool recompute_module_search = true;
   int gpus = 0;                ///< GPUs to use (0: the whole cluster)
   double memory_headroom = 0;  ///< fraction of GPU memory kept free (0-0.9)
 };
@@ -161,6 +164,10 @@ void apply_mtp_layers(ModelSpec& m, JobSpec& j, const std::string& what);
 /// One module's bit by its Megatron-core name; 0 for a name topoplan does not model.
 [[nodiscard]] unsigned recompute_module_bit(const std::string& name);
 [[nodiscard]] std::string recompute_modules_string(unsigned modules);
+/// The modules a plan recomputes: the job's and the plan's own (Plan::recompute_modules); none
+/// under full recomputation (Megatron's modules belong to selective granularity, also in the
+/// layers a partial one keeps).
+[[nodiscard]] unsigned recomputed_modules(const JobSpec& j, const Plan& p);
 /// Checks ranges; InputError names the flag.
 /// Sequence lengths, batches and token counts are bounded so that token counts and loops over
 /// divisors stay small: 16,777,216 (2^24).

@@ -61,6 +61,11 @@ struct Plan {
   /// 0: none. Megatron-core allows it only without pipeline parallelism or recomputation
   /// (plan_check.hpp).
   int offload_layers = 0;
+  /// RecomputeModule bits (job.hpp) the plan recomputes besides the job's own
+  /// (JobSpec::recompute_modules), with no or selective recomputation: what the search adds when
+  /// a plan fits only by dropping those outputs (the norms' first, the cheapest to redo).
+  /// recomputed_modules (job.hpp) is what a plan recomputes.
+  unsigned recompute_modules = 0;
   /// An explicit uneven split: layers on the first and on the last pipeline stage (0: the
   /// default split, pipeline_split). The middle stages share the rest equally.
   std::int64_t first_stage_layers = 0;
@@ -137,8 +142,9 @@ struct StageLayers {
 [[nodiscard]] std::string split_cell(const Plan& p, std::int64_t layers);
 
 /// The recomputation as reports show it: "none", "selective", "full", or "block N" when full
-/// recomputation covers only N layers per stage.
-[[nodiscard]] std::string recompute_string(const Plan& p);
+/// recomputation covers only N layers per stage; "+" the modules recomputed besides (the
+/// plan's and `job_modules`, the job's RecomputeModule bits), e.g. "none+layernorm".
+[[nodiscard]] std::string recompute_string(const Plan& p, unsigned job_modules = 0);
 
 /// "tp 8 cp 2 pp 4 dp 16": the degrees as reports print them; cp and ep only when above 1, dp
 /// unless `with_dp` is false (inference, where dp counts replicas).

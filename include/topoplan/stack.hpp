@@ -25,6 +25,9 @@ struct SoftwareStack {
   /// Activation offloading to host memory (Transformer Engine's CPU offload, which Megatron-core
   /// and NeMo expose): the search may offload layers instead of recomputing them.
   bool activation_offload;
+  /// Megatron-core's --recompute-modules (layernorm, moe_act, mla_up_proj): the search may
+  /// recompute them where a plan fits only that way.
+  bool recompute_modules;
 };
 
 /// The stacks, in the order the README lists them; the first is the default.

@@ -71,19 +71,19 @@ std::string presets_table() {
   }
   text += "stacks (--stack NAME; explicit flags win):\n";
   text += fmt::format(
-      "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {}\n", "name",
-      "flash", "attention", "tp overlap", "fp8 tp gather", "grad overlap", "gather overlap",
-      "pp overlap", "ZeRO", "sequence parallel", "pipeline layout", "offload");
+      "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {:<9} {}\n",
+      "name", "flash", "attention", "tp overlap", "fp8 tp gather", "grad overlap", "gather overlap",
+      "pp overlap", "ZeRO", "sequence parallel", "pipeline layout", "offload", "modules");
   auto yn = [](bool b) { return b ? "on" : "off"; };
   for (const auto& s : software_stacks())
     text += fmt::format(
-        "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {}\n", s.name,
-        yn(s.flash_attention), s.fa2_attention ? "fa2" : "fused", yn(s.tp_comm_overlap),
+        "  {:<14} {:<6} {:<10} {:<11} {:<14} {:<13} {:<15} {:<11} {:<8} {:<18} {:<17} {:<9} {}\n",
+        s.name, yn(s.flash_attention), s.fa2_attention ? "fa2" : "fused", yn(s.tp_comm_overlap),
         s.fp8_tp_all_gather ? "fp8" : "bf16", yn(s.overlap_grad_reduce), yn(s.overlap_param_gather),
         yn(s.overlap_p2p), s.zero < 0 ? "searched" : std::to_string(s.zero),
         s.sequence_parallel ? yn(*s.sequence_parallel) : "searched",
         s.flexible_pipeline_layout ? "flexible" : "multiples of vpp",
-        s.activation_offload ? "searched" : "off");
+        s.activation_offload ? "searched" : "off", s.recompute_modules ? "searched" : "off");
   const Calibration cal;
   text += "runtimes (--runtime NAME, with --inference; fixed costs from the calibration):\n";
   text += fmt::format("  {:<25} {:>9} {:>14} {:>11}  {}\n", "name", "per layer", "per collective",

@@ -153,6 +153,18 @@ std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e) 
   return fmt::format("{}: expected {}, got '{}'", flag, expected, what.substr(eq + 3));
 }
 
+/// What the search may trade for memory besides the recomputation it searches, each on where
+/// the stack has it.
+void add_memory_trade_options(CLI::App& cmd, InputOptions& o) {
+  cmd.add_flag("--no-activation-offload", o.no_activation_offload,
+               "the search does not offload activations to host memory (the megatron-core and "
+               "nemo stacks may, on GPUs with a host link, where it beats recomputation)");
+  cmd.add_flag("--no-recompute-module-search", o.no_recompute_module_search,
+               "the search does not add recomputed modules to a plan that fits only with them "
+               "(the megatron-core and nemo stacks may: layernorm, then moe_act, then "
+               "mla_up_proj, Megatron-core's --recompute-modules)");
+}
+
 void add_input_options(CLI::App& cmd, InputOptions& o) {
   o.cmd = &cmd;
   cmd.add_option("--cluster", o.cluster, "cluster preset name or cluster JSON file")
@@ -211,9 +223,7 @@ void add_input_options(CLI::App& cmd, InputOptions& o) {
   cmd.add_flag("--no-overlap-param-gather", o.no_overlap_param_gather,
                "the parameter all-gather after the optimizer step is exposed")
       ->excludes(gather);
-  cmd.add_flag("--no-activation-offload", o.no_activation_offload,
-               "the search does not offload activations to host memory (the megatron-core and "
-               "nemo stacks may, on GPUs with a host link, where it beats recomputation)");
+  add_memory_trade_options(cmd, o);
   cmd.add_option("--gpus", o.gpus, "use this many of the cluster's GPUs (default: all)");
   cmd.add_option("--exclude", o.exclude,
                  "GPUs that are down: SERVER or SERVER:GPU, comma-separated (SERVER a host name "
@@ -412,8 +422,9 @@ Inputs load_inputs(const InputOptions& o, const ImportedPlan* from) {
   job.overlap_p2p = pick("--no-overlap-p2p", false, f.overlap_p2p, st.overlap_p2p);
   job.overlap_param_gather = pick_pair("--overlap-param-gather", "--no-overlap-param-gather",
                                        f.overlap_param_gather, st.overlap_param_gather);
-  job.activation_offload =
-      pick("--no-activation-offload", false, std::nullopt, st.activation_offload);
+  // What the search may trade for memory: the stack's, unless a --no- flag says otherwise.
+  job.activation_offload = !o.given("--no-activation-offload") && st.activation_offload;
+  job.recompute_module_search = !o.given("--no-recompute-module-search") && st.recompute_modules;
   job.flexible_pipeline_layout = st.flexible_pipeline_layout;
   job.gpus = o.gpus;
   if (!(o.memory_headroom >= 0 && o.memory_headroom <= 0.9))
@@ -473,6 +484,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--overlap-param-gather",
                                                   "--no-overlap-param-gather",
                                                   "--no-activation-offload",
+                                                  "--no-recompute-module-search",
                                                   "--gpus",
                                                   "--memory-headroom",
                                                   "--stack",

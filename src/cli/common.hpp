@@ -56,6 +56,7 @@ struct InputOptions {
   bool no_overlap_grad_reduce = false;
   bool no_overlap_p2p = false;
   bool no_activation_offload = false;
+  bool no_recompute_module_search = false;
   bool overlap_param_gather = false;
   bool no_overlap_param_gather = false;
   std::string calibration;  ///< --calibration FILE

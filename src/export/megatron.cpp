@@ -117,8 +117,8 @@ std::string pipeline_args(const Plan& p, const StageLayers& split, std::int64_t 
   return args;
 }
 
-/// Recomputation: selective (the attention core) and the job's recomputed modules, or full
-/// (every layer, or the block method's count per model chunk).
+/// Recomputation: selective (the attention core) and the modules the job and the plan recompute, or
+/// full (every layer, or the block method's count per model chunk).
 std::string recompute_args(const Plan& p, const JobSpec& j) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)  // per model chunk
     return fmt::format(
@@ -127,10 +127,11 @@ std::string recompute_args(const Plan& p, const JobSpec& j) {
   if (p.recompute == Recompute::full)
     return " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   std::string args;
-  if (p.recompute == Recompute::selective || j.recompute_modules != 0)
+  const unsigned modules = recomputed_modules(j, p);
+  if (p.recompute == Recompute::selective || modules != 0)
     args += " --recompute-granularity selective";
-  if (j.recompute_modules != 0) {
-    std::string names = recompute_modules_string(j.recompute_modules);
+  if (modules != 0) {
+    std::string names = recompute_modules_string(modules);
     std::replace(names.begin(), names.end(), ',', ' ');
     args += fmt::format(" --recompute-modules {}{}",
                         p.recompute == Recompute::selective ? "core_attn " : "", names);

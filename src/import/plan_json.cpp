@@ -39,6 +39,10 @@ void read_plan_fields(const detail::JsonCursor& c, ImportedPlan& out) {
   out.plan.sequence_parallel = c.boolean_or("sequence_parallel", false);
   out.plan.recompute_layers = static_cast<int>(c.int_at_least_or("recompute_layers", 1, 0));
   out.plan.offload_layers = static_cast<int>(c.int_at_least_or("offload_layers", 1, 0));
+  // The modules the plan recomputes besides the job's (from session 33).
+  if (c.has("recompute_modules"))
+    out.plan.recompute_modules = parse_recompute_modules(
+        c.string("recompute_modules"), c.source() + ": " + c.path_of("recompute_modules"));
   out.plan.expert_tp = static_cast<int>(c.int_at_least_or("expert_tp", 1, 0));
 }
 
@@ -84,6 +88,7 @@ void warn_unknown_plan_keys(const detail::JsonCursor& c) {
                                        "sequence_parallel",
                                        "recompute_layers",
                                        "offload_layers",
+                                       "recompute_modules",
                                        "expert_tp",
                                        "first_stage_layers",
                                        "last_stage_layers",
