@@ -100,7 +100,7 @@ std::string recompute_modules_string(unsigned modules) {
 }
 
 unsigned recomputed_modules(const JobSpec& j, const Plan& p) {
-  return p.recompute == Recompute::full ? 0u : j.recompute_modules | p.recompute_modules;
+  return p.recompute == Recompute::full ? 0u : j.recompute_modules | own_recompute_modules(p);
 }
 
 const char* to_string(Dtype d) { return detail::name_of(kDtypeNames, d); }

@@ -147,10 +147,15 @@ std::string split_cell(const Plan& p, std::int64_t layers) {
   return fmt::format("{}/{}", s.first, s.last);
 }
 
+unsigned own_recompute_modules(const Plan& p) {
+  return p.recompute == Recompute::full ? 0u : p.recompute_modules;
+}
+
 std::string recompute_string(const Plan& p, unsigned job_modules) {
   if (p.recompute == Recompute::full && p.recompute_layers > 0)
     return fmt::format("block {}", p.recompute_layers);
-  const unsigned modules = p.recompute == Recompute::full ? 0u : p.recompute_modules | job_modules;
+  const unsigned modules =
+      p.recompute == Recompute::full ? 0u : own_recompute_modules(p) | job_modules;
   const std::string more = modules != 0 ? "+" + recompute_modules_string(modules) : "";
   if (p.offload_layers > 0) return fmt::format("offload {}{}", p.offload_layers, more);
   return to_string(p.recompute) + more;

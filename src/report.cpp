@@ -517,8 +517,8 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   j["recompute"] = to_string(p.recompute);
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
   if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
-  if (recomputed_modules(JobSpec{}, p) != 0)
-    j["recompute_modules"] = recompute_modules_string(p.recompute_modules);
+  if (own_recompute_modules(p) != 0)
+    j["recompute_modules"] = recompute_modules_string(own_recompute_modules(p));
   if (expert_tp_of(p) != p[Dim::tp]) j["expert_tp"] = expert_tp_of(p);
   j["sequence_parallel"] = p.sequence_parallel;
   j["fits"] = e.fits;

@@ -145,6 +145,9 @@ struct StageLayers {
 /// recomputation covers only N layers per stage; "+" the modules recomputed besides (the
 /// plan's and `job_modules`, the job's RecomputeModule bits), e.g. "none+layernorm".
 [[nodiscard]] std::string recompute_string(const Plan& p, unsigned job_modules = 0);
+/// The modules the plan itself recomputes (Plan::recompute_modules; none under full
+/// recomputation): what plan JSON records as "recompute_modules".
+[[nodiscard]] unsigned own_recompute_modules(const Plan& p);
 
 /// "tp 8 cp 2 pp 4 dp 16": the degrees as reports print them; cp and ep only when above 1, dp
 /// unless `with_dp` is false (inference, where dp counts replicas).

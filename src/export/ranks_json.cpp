@@ -26,8 +26,8 @@ std::string export_ranks_json(const ExportContext& x) {
   plan["recompute"] = to_string(x.plan.recompute);
   if (x.plan.recompute_layers > 0) plan["recompute_layers"] = x.plan.recompute_layers;
   if (x.plan.offload_layers > 0) plan["offload_layers"] = x.plan.offload_layers;
-  if (recomputed_modules(JobSpec{}, x.plan) != 0)
-    plan["recompute_modules"] = recompute_modules_string(x.plan.recompute_modules);
+  if (own_recompute_modules(x.plan) != 0)
+    plan["recompute_modules"] = recompute_modules_string(own_recompute_modules(x.plan));
   if (expert_tp_of(x.plan) != x.plan[Dim::tp]) plan["expert_tp"] = expert_tp_of(x.plan);
   plan["sequence_parallel"] = x.plan.sequence_parallel;
   j["plan"] = plan;
