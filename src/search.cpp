@@ -409,6 +409,8 @@ void search_degrees(const Cluster& c, const Model& m, const JobSpec& j, const Ca
                 j.recompute_module_search) {
               if (const auto more = fewest_recomputed_modules(c, m, j, base, cal)) {
                 cost_orders(more->plan, more->core);
+                if (opt.search_split)
+                  cost_lighter_last_stages(c, m, j, cal, more->plan, more->core, cost_orders);
                 continue;  // a larger micro-batch may fit with more modules recomputed
               }
             }
