@@ -132,6 +132,9 @@ JobSpec run_job(const detail::JsonCursor& jc, const SoftwareStack& st, const std
   if (jc.has("recompute_modules"))
     j.recompute_modules = parse_recompute_modules(
         jc.string("recompute_modules"), jc.source() + ": " + jc.path_of("recompute_modules"));
+  if (jc.has("cp_comm_type"))
+    j.cp_comm =
+        parse_cp_comm(jc.string("cp_comm_type"), jc.source() + ": " + jc.path_of("cp_comm_type"));
   if (jc.has("mtp_layers"))
     j.mtp_layers = static_cast<int>(jc.int_at_least_or("mtp_layers", -1, -1));
   j.fa2_attention = jc.boolean_or("fa2_attention", st.fa2_attention);

@@ -405,6 +405,7 @@ PlanCore prepare(const Cluster& c, const Model& m, const JobSpec& j, const Plan&
   core.top_k = static_cast<double>(m.spec.top_k);
   core.ep_per_layer = 4 + 2 * again;
   core.cp_fwd_passes = 1 + again;
+  core.cp_all_gather = j.cp_comm == CpComm::all_gather;
   // Scatter/gather (Megatron-LM): each TP rank sends its 1/tp slice across the stage boundary;
   // without sequence parallelism the receiver all-gathers the slices over its TP group.
   core.pp_bytes = tokens * h * bytes / tp;

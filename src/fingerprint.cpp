@@ -65,7 +65,9 @@ std::string fingerprint(const JobSpec& j) {
          (j.fp8_attention ? "-fp8-attention" : "") + (j.fp8_param_gather ? "-fp8-params" : "") +
          (j.fp4_param_gather ? "-fp4-params" : "") + (j.cuda_graphs ? "-cuda-graphs" : "") +
          (j.moe_dispatcher == MoeDispatcher::flex ? "-flex-dispatch" : "") +
-         (j.recompute_modules ? "-recompute-" + recompute_modules_string(j.recompute_modules) : "");
+         (j.recompute_modules ? "-recompute-" + recompute_modules_string(j.recompute_modules)
+                              : "") +
+         (j.cp_comm == CpComm::all_gather ? "-cp-all-gather" : "");
 }
 
 }  // namespace topoplan

@@ -46,7 +46,18 @@ double activation_bytes(const JobSpec& j) {
 namespace {
 constexpr std::array<const char*, 5> kDtypeNames{"bf16", "fp16", "fp8", "nvfp4", "mxfp8"};
 constexpr std::array<const char*, 2> kDispatcherNames{"alltoall", "flex"};
+constexpr std::array<const char*, 2> kCpCommNames{"p2p", "all_gather"};
 }  // namespace
+
+const char* to_string(CpComm c) { return detail::name_of(kCpCommNames, c); }
+
+CpComm parse_cp_comm(const std::string& s, const std::string& what) {
+  if (auto c = detail::from_name<CpComm>(kCpCommNames, s)) return *c;
+  throw_input(
+      what, "",
+      fmt::format("expected {} (Megatron-core's a2a and a2a+p2p are not modelled), got '{}'",
+                  detail::names_list(kCpCommNames), s));
+}
 
 const char* to_string(MoeDispatcher d) { return detail::name_of(kDispatcherNames, d); }
 

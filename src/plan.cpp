@@ -156,9 +156,11 @@ std::string recompute_string(const Plan& p, unsigned job_modules) {
     return fmt::format("block {}", p.recompute_layers);
   const unsigned modules =
       p.recompute == Recompute::full ? 0u : own_recompute_modules(p) | job_modules;
-  const std::string more = modules != 0 ? "+" + recompute_modules_string(modules) : "";
+  // Formatted, not concatenated: GCC 12's -Wrestrict misfires on a concatenated temporary.
+  const std::string more =
+      modules != 0 ? fmt::format("+{}", recompute_modules_string(modules)) : "";
   if (p.offload_layers > 0) return fmt::format("offload {}{}", p.offload_layers, more);
-  return to_string(p.recompute) + more;
+  return fmt::format("{}{}", to_string(p.recompute), more);
 }
 
 std::string degrees_string(const Plan& p, bool with_dp) {

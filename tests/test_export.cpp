@@ -693,6 +693,16 @@ TEST_CASE("Megatron-LM: MTP layers and recomputed modules are written and read b
   const std::string merged = megatron_args_for(c, m, ln, added);
   CHECK_THAT(merged, Catch::Contains("--recompute-modules core_attn layernorm moe_act"));
   CHECK(*read_back(merged).recompute_modules == (kRecomputeLayernorm | kRecomputeMoeAct));
+  // All-gather CP is written (p2p, Megatron-core's default, is not) and read back.
+  JobSpec ag = j;
+  ag.cp_comm = CpComm::all_gather;
+  Plan cp2 = make(1, 2, 8, 4, 16);
+  cp2.zero = 1;
+  const std::string cp_text = megatron_args_for(c, m, ag, cp2);
+  CHECK_THAT(cp_text, Catch::Contains(" --cp-comm-type all_gather"));
+  CHECK(read_back(cp_text).cp_comm == CpComm::all_gather);
+  CHECK(read_back("--cp-comm-type allgather").cp_comm == CpComm::all_gather);  // its help's name
+  CHECK_THAT(megatron_args_for(c, m, j, cp2), !Catch::Contains("--cp-comm-type"));
   added.recompute = Recompute::full;  // full granularity: the modules are moot, none written
   CHECK_THAT(megatron_args_for(c, m, JobSpec(j), added), !Catch::Contains("--recompute-modules"));
   // A layout string puts the MTP layer before the loss; m reads back as no decoder layer.

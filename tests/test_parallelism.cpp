@@ -6,6 +6,7 @@
 
 #include "helpers.hpp"
 #include "topoplan/cost_dims.hpp"
+#include "topoplan/fingerprint.hpp"
 #include "topoplan/mapping.hpp"
 #include "topoplan/plan_check.hpp"
 #include "topoplan/report.hpp"
@@ -44,6 +45,30 @@ TEST_CASE("context parallelism: ring attention hides behind attention, costs acr
   // Gradients reduce over dp x cp: CP alone (dp = 1) still needs a reduction.
   CHECK(cp.comm[Dim::dp] > 0);
   CHECK(check_plan(c, m, j, plan(4, 3, 1, 4, 1)) != PlanError::none);
+}
+
+TEST_CASE("context parallelism: all-gather CP exposes its exchange, a ring hides it") {
+  // Megatron-core's all_gather CP gathers the sequence's K/V before attention and
+  // reduce-scatters their gradients after it, neither overlapped; the ring (p2p) moves the same
+  // chunks in the same steps behind the attention. Llama 3 8B at 64k tokens, CP 4 across servers.
+  Cluster c = test::preset_cluster("dgx-h100", 4);
+  Model m = test::preset_model("llama3-8b");
+  JobSpec j;
+  j.seq_len = 65536;
+  j.global_batch = 16;
+  const Plan p = plan(1, 4, 1, 1, 8, "tp-dp-pp-cp");  // each CP group one GPU per server
+  const Evaluation ring = eval(c, m, j, p);
+  j.cp_comm = CpComm::all_gather;
+  const Evaluation gathered = eval(c, m, j, p);
+  CHECK(gathered.shapes[Dim::cp].span_tier >= 1);
+  CHECK(gathered.comm[Dim::cp] == Approx(ring.comm[Dim::cp]));  // the same bytes and steps
+  CHECK(gathered.time.cp == Approx(gathered.comm[Dim::cp]));    // all of it exposed
+  CHECK(ring.time.cp < 0.5 * gathered.time.cp);
+  CHECK(gathered.step_time > ring.step_time);
+  JobSpec ring_job =
+      j;  // rank files record it: a plan made for one does not read back as the other
+  ring_job.cp_comm = CpComm::p2p;
+  CHECK(fingerprint(j) != fingerprint(ring_job));
 }
 
 TEST_CASE("expert parallelism: all-to-alls by tier, experts sharded over ep") {

@@ -124,7 +124,8 @@ struct PlanCore {
   /// model's routed experts and how many each token picks.
   bool ep_once_per_server = false;
   double experts = 0, top_k = 0;
-  double cp_fwd_passes = 1;  ///< ring-attention forward passes per layer: 2 with recomputation
+  double cp_fwd_passes = 1;    ///< ring-attention forward passes per layer: 2 with recomputation
+  bool cp_all_gather = false;  ///< K/V gathered, not passed round a ring (JobSpec::cp_comm)
   double pp_bytes = 0;
   double params_gpu = 0;            ///< parameters on one GPU
   double grad_bytes_per_param = 0;  ///< gradient reduce precision

@@ -21,6 +21,11 @@ struct ModelSpec;
 enum class Dtype { bf16, fp16, fp8, nvfp4, mxfp8 };
 /// An MoE layer's token dispatcher (JobSpec::moe_dispatcher).
 enum class MoeDispatcher { alltoall, flex };
+/// How context parallelism exchanges keys and values (Megatron-core --cp-comm-type, Transformer
+/// Engine's cp_comm_type): p2p, a ring of sends overlapped with attention; all_gather, the whole
+/// sequence's K/V gathered before attention and the gradients reduce-scattered after it, neither
+/// overlapped (JobSpec::cp_comm).
+enum class CpComm { p2p, all_gather };
 /// Modules whose outputs the backward pass recomputes instead of keeping (Megatron-core's
 /// --recompute-granularity selective --recompute-modules; core_attn is Recompute::selective),
 /// bits of JobSpec::recompute_modules.
@@ -98,6 +103,9 @@ struct JobSpec {
   /// deepep), each token once to every other server that holds one of its experts, copied on
   /// inside that server.
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// Context parallelism's K/V exchange (--cp-comm-type); the Llama 3 paper's CP is all_gather
+  /// (section 3.3.2).
+  CpComm cp_comm = CpComm::p2p;
   /// RecomputeModule bits: modules recomputed in the backward pass with no or selective
   /// recomputation (none under full recomputation, also in the layers a partial one keeps).
   /// DeepSeek-V3 recomputes its RMSNorms and MLA up-projections and its MoE SwiGLU outputs (report
@@ -159,6 +167,9 @@ void apply_mtp_layers(ModelSpec& m, JobSpec& j, const std::string& what);
 [[nodiscard]] Dtype parse_dtype(const std::string& s, const std::string& what);
 [[nodiscard]] const char* to_string(MoeDispatcher d);
 [[nodiscard]] MoeDispatcher parse_moe_dispatcher(const std::string& s, const std::string& what);
+[[nodiscard]] const char* to_string(CpComm c);
+/// "p2p" or "all_gather"; InputError naming `what` otherwise.
+[[nodiscard]] CpComm parse_cp_comm(const std::string& s, const std::string& what);
 /// "layernorm,mla_up_proj,moe_act" (any of them, comma-separated; "none" or "": none) <-> bits.
 [[nodiscard]] unsigned parse_recompute_modules(const std::string& s, const std::string& what);
 /// One module's bit by its Megatron-core name; 0 for a name topoplan does not model.

@@ -80,6 +80,12 @@ void add_megatron_tuning(CLI::App& cmd, InputOptions& o) {
   cmd.add_option("--mtp-layers", o.mtp_layers,
                  "multi-token-prediction modules to train (Megatron-LM --mtp-num-layers; 0: none; "
                  "default or -1: the model's own, num_nextn_predict_layers)");
+  cmd.add_option(
+         "--cp-comm-type", o.cp_comm_type,
+         "how context parallelism exchanges keys and values: p2p (a ring overlapped with "
+         "attention) or all_gather (gathered before attention, not overlapped; Megatron-core "
+         "--cp-comm-type, the Llama 3 paper's CP)")
+      ->capture_default_str();
 }
 
 /// The dispatcher, the bucket size and the recomputed modules: a flag given, else what the plan
@@ -92,6 +98,9 @@ void set_megatron_tuning(const InputOptions& o, const ImportedPlan& f, JobSpec& 
                               ? parse_recompute_modules(o.recompute_modules, "--recompute-modules")
                               : f.recompute_modules.value_or(0u);
   job.mtp_layers = o.given("--mtp-layers") ? o.mtp_layers : f.mtp_layers.value_or(-1);
+  job.cp_comm = !o.given("--cp-comm-type") && f.cp_comm
+                    ? *f.cp_comm
+                    : parse_cp_comm(o.cp_comm_type, "--cp-comm-type");
 }
 
 }  // namespace
@@ -473,6 +482,7 @@ void reject_unused_flags(const InputOptions& io, bool inference) {
                                                   "--moe-dispatcher",
                                                   "--dp-bucket-params",
                                                   "--recompute-modules",
+                                                  "--cp-comm-type",
                                                   "--mtp-layers",
                                                   "--fa2-attention",
                                                   "--no-fa2-attention",

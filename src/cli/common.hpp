@@ -47,6 +47,7 @@ struct InputOptions {
   std::string moe_dispatcher = "alltoall";
   std::int64_t dp_bucket_params = 0;  ///< --dp-bucket-params (0: Megatron-core's default)
   std::string recompute_modules;      ///< --recompute-modules, comma-separated
+  std::string cp_comm_type = "p2p";   ///< --cp-comm-type
   int mtp_layers = -1;                ///< --mtp-layers (-1: the model's own)
   bool fa2_attention = false;
   bool no_fa2_attention = false;

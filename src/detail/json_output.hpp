@@ -61,6 +61,7 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"moe_dispatcher", to_string(job.moe_dispatcher)},
           {"dp_bucket_params", job.dp_bucket_params},
           {"recompute_modules", recompute_modules_string(job.recompute_modules)},
+          {"cp_comm_type", to_string(job.cp_comm)},
           {"mtp_layers", job.mtp_layers}};
 }
 

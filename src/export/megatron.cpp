@@ -206,6 +206,8 @@ std::string export_megatron_args(const ExportContext& x) {
   args += overlap_and_data_parallel_args(p, j);
   args += cuda_graph_args(x.run.model, j);
   args += dispatcher_args(x.run.model, j);
+  if (p[Dim::cp] > 1 && j.cp_comm != CpComm::p2p)
+    args += fmt::format(" --cp-comm-type {}", to_string(j.cp_comm));
   args += recompute_args(p, j);
   if (p.recompute == Recompute::selective_op)
     out +=

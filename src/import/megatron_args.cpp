@@ -214,6 +214,12 @@ bool read_switch(const std::string& f, ImportedPlan& out) {
   return false;
 }
 
+/// --cp-comm-type's one value (a list per layer is not modelled); Megatron-LM's help spells
+/// all_gather "allgather", and its config takes either.
+CpComm cp_comm_arg(const std::string& v, const std::string& source) {
+  return parse_cp_comm(v == "allgather" ? "all_gather" : v, source + ": --cp-comm-type");
+}
+
 /// --recompute-modules' names (nargs: the tokens up to the next flag), from tok[i + 1] on.
 void read_recompute_modules(const std::vector<std::string>& tok, std::size_t& i,
                             const std::string& source, ImportedPlan& out) {
@@ -286,6 +292,8 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
       out.recompute_num_layers = positive(f, value(i), source);
     } else if (f == "--cpu-offloading-num-layers") {
       out.cpu_offloading_num_layers = positive(f, value(i), source);
+    } else if (f == "--cp-comm-type") {
+      out.cp_comm = cp_comm_arg(value(i), source);
     } else if (f == "--moe-token-dispatcher-type") {  // allgather and alltoall copy per expert
       out.moe_dispatcher = value(i) == "flex" ? MoeDispatcher::flex : MoeDispatcher::alltoall;
     } else if (f == "--cuda-graph-impl") {  // none, local, transformer_engine, full_iteration
@@ -311,8 +319,7 @@ ImportedPlan parse_megatron_args(const std::string& args, const std::string& sou
   if (!saw_tp && tok.empty())
     throw_input(source, "",
                 "expected Megatron-LM arguments such as --tensor-model-parallel-size 8");
-  // Without --mtp-num-layers Megatron-LM trains no multi-token prediction, whatever the model's
-  // checkpoint has.
+  // No --mtp-num-layers: Megatron-LM trains no multi-token prediction, whatever the checkpoint.
   if (!out.mtp_layers) out.mtp_layers = 0;
   return out;
 }

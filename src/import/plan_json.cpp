@@ -133,6 +133,10 @@ void read_job(const detail::JsonCursor& c, ImportedPlan& out) {
   if (c.has("recompute_modules"))
     out.recompute_modules = parse_recompute_modules(
         c.string("recompute_modules"), c.source() + ": " + c.path_of("recompute_modules"));
+  // From session 33; older files: p2p.
+  if (c.has("cp_comm_type"))
+    out.cp_comm =
+        parse_cp_comm(c.string("cp_comm_type"), c.source() + ": " + c.path_of("cp_comm_type"));
   // The multi-token-prediction modules trained (from session 30; -1 and older files: the
   // model's own).
   if (c.has("mtp_layers")) {

@@ -34,6 +34,7 @@ struct ImportedPlan {
   std::optional<Dtype> dtype;
   std::optional<MoeDispatcher> moe_dispatcher;
   std::optional<unsigned> recompute_modules;  ///< RecomputeModule bits
+  std::optional<CpComm> cp_comm;              ///< context parallelism's K/V exchange
   /// Multi-token-prediction modules trained: a plan file's job, or --megatron-args'
   /// --mtp-num-layers (0 when left out: Megatron-LM then trains none).
   std::optional<int> mtp_layers;
