@@ -63,9 +63,9 @@ CommTime cp_time(const PlanCore& core, const GroupShape& cp, const Fabric& fab) 
   t.total = core.layers_per_stage * (fwd_passes * fwd + bwd);
   t.algorithm = Algorithm::ring;
   // All-gather CP (Megatron-core's TransformerConfig.cp_comm_type: "not async, and cannot be
-  // overlapped"): the same ring
-  // steps as a ring all-gather of the K/V chunks (forward, and again for the backward) and a
-  // reduce-scatter of their gradients, each before or after the attention it serves.
+  // overlapped"): the ring's steps as an all-gather of the K/V chunks (in the forward, and again
+  // for the backward) and a reduce-scatter of their gradients, each before or after the attention
+  // it serves, all of it exposed.
   t.exposed = core.cp_all_gather ? t.total
                                  : core.layers_per_stage * (fwd_passes * std::max(0.0, fwd - attn) +
                                                             std::max(0.0, bwd - 2.0 * attn));
