@@ -503,24 +503,7 @@ nlohmann::ordered_json detail::to_json(const RunContext& ctx, const Plan& p, con
   ordered_json j;
   detail::put_inputs(j, kPlanSchema, c, ctx.model);
   j["job"] = detail::job_json(ctx.job);
-  for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
-  j["micro_batch"] = p.micro_batch;
-  j["vpp"] = p.vpp;
-  if (sets_first_last_split(p)) {
-    j["first_stage_layers"] = p.first_stage_layers;
-    j["last_stage_layers"] = p.last_stage_layers;
-  }
-  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
-  j["microbatches"] = e.microbatches;
-  j["order"] = order_string(p.order);
-  j["zero"] = p.zero;
-  j["recompute"] = to_string(p.recompute);
-  if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
-  if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
-  if (own_recompute_modules(p) != 0)
-    j["recompute_modules"] = recompute_modules_string(own_recompute_modules(p));
-  if (expert_tp_of(p) != p[Dim::tp]) j["expert_tp"] = expert_tp_of(p);
-  j["sequence_parallel"] = p.sequence_parallel;
+  detail::put_plan_fields(j, p, e.microbatches);
   j["fits"] = e.fits;
   std::string why = infeasible_reason(ctx, e);
   j["infeasible_reason"] = why.empty() ? ordered_json(nullptr) : ordered_json(why);

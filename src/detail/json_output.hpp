@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "topoplan/collectives.hpp"
 #include "topoplan/job.hpp"
 #include "topoplan/model.hpp"
+#include "topoplan/plan.hpp"
 #include "topoplan/presets.hpp"
 #include "topoplan/topology.hpp"
 
@@ -63,6 +65,32 @@ inline nlohmann::ordered_json job_json(const JobSpec& job) {
           {"recompute_modules", recompute_modules_string(job.recompute_modules)},
           {"cp_comm_type", to_string(job.cp_comm)},
           {"mtp_layers", job.mtp_layers}};
+}
+
+/// A plan's own fields, as plan objects and rank files record them (the readers' one list is
+/// import/plan_json.cpp's read_plan_fields): degrees, micro-batch, interleaving and split, then
+/// `microbatches` when given (plan objects carry it, rank files do not), then the order and the
+/// memory choices, each optional one only when it applies.
+inline void put_plan_fields(nlohmann::ordered_json& j, const Plan& p,
+                            std::optional<int> microbatches = std::nullopt) {
+  for (Dim d : kDefaultOrder) j[to_string(d)] = p[d];
+  j["micro_batch"] = p.micro_batch;
+  j["vpp"] = p.vpp;
+  if (sets_first_last_split(p)) {
+    j["first_stage_layers"] = p.first_stage_layers;
+    j["last_stage_layers"] = p.last_stage_layers;
+  }
+  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  if (microbatches) j["microbatches"] = *microbatches;
+  j["order"] = order_string(p.order);
+  j["zero"] = p.zero;
+  j["recompute"] = to_string(p.recompute);
+  if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
+  if (p.offload_layers > 0) j["offload_layers"] = p.offload_layers;
+  if (own_recompute_modules(p) != 0)
+    j["recompute_modules"] = recompute_modules_string(own_recompute_modules(p));
+  if (expert_tp_of(p) != p[Dim::tp]) j["expert_tp"] = expert_tp_of(p);
+  j["sequence_parallel"] = p.sequence_parallel;
 }
 
 /// The keys job_json writes: what a job object in topoplan's JSON may hold.

@@ -13,23 +13,7 @@ std::string export_ranks_json(const ExportContext& x) {
   j["schema"] = kRanksSchema;
   j["world_size"] = x.mapping.world();
   ordered_json plan;
-  for (Dim d : kDefaultOrder) plan[to_string(d)] = x.plan[d];
-  plan["micro_batch"] = x.plan.micro_batch;
-  plan["vpp"] = x.plan.vpp;
-  if (sets_first_last_split(x.plan)) {
-    plan["first_stage_layers"] = x.plan.first_stage_layers;
-    plan["last_stage_layers"] = x.plan.last_stage_layers;
-  }
-  if (!x.plan.stage_layers.empty()) plan["stage_layers"] = x.plan.stage_layers;
-  plan["order"] = order_string(x.plan.order);
-  plan["zero"] = x.plan.zero;
-  plan["recompute"] = to_string(x.plan.recompute);
-  if (x.plan.recompute_layers > 0) plan["recompute_layers"] = x.plan.recompute_layers;
-  if (x.plan.offload_layers > 0) plan["offload_layers"] = x.plan.offload_layers;
-  if (own_recompute_modules(x.plan) != 0)
-    plan["recompute_modules"] = recompute_modules_string(own_recompute_modules(x.plan));
-  if (expert_tp_of(x.plan) != x.plan[Dim::tp]) plan["expert_tp"] = expert_tp_of(x.plan);
-  plan["sequence_parallel"] = x.plan.sequence_parallel;
+  detail::put_plan_fields(plan, x.plan);
   j["plan"] = plan;
   j["inputs"] = {{"cluster", x.options.cluster_arg},
                  {"nodes", run.cluster.spec().nodes},
